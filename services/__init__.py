@@ -1,0 +1,1 @@
+"""Strait's services: one package each, none imports another."""

@@ -1,0 +1,1 @@
+"""`strait`: the operator's command line."""

@@ -1,0 +1,1 @@
+"""Strait's common library: what two or more services need, one concept per module."""

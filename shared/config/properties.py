@@ -1,0 +1,144 @@
+"""Read `.properties` text with java.util.Properties semantics, so MM2 files parse exactly as Kafka reads them.
+
+Syntax: `#` or `!` starts a comment line; a key ends at the first unescaped `=`, `:` or whitespace;
+whitespace around the separator is skipped; a line ending in an odd number of backslashes continues
+on the next line (whose leading whitespace is dropped); escapes are `\\t \\n \\r \\f \\uXXXX`, and a
+backslash before any other character stands for that character; the last duplicate key wins.
+
+One difference, on purpose: trailing whitespace of a value is trimmed (Java keeps it, and Kafka's
+ConfigDef trims most typed values later anyway); whitespace written as an escape (`\\ `) is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from shared.errors import ConfigError
+
+_WHITESPACE = " \t\f"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str, *, source: str = "<string>") -> dict[str, str]:
+    """Parse properties `text` into an ordered dict; `source` names the text in error messages."""
+    result: dict[str, str] = {}
+    for line_number, logical in _logical_lines(text):
+        key_end, value_start = _split_key(logical)
+        where = f"{source}:{line_number}"
+        key, _ = _unescape(logical[:key_end], f"{where}: malformed \\uXXXX escape in a key")
+        value, protected = _unescape(
+            logical[value_start:], f"{where}: malformed \\uXXXX escape in the value of {key!r}"
+        )
+        trimmed = value.rstrip(_WHITESPACE)
+        result[key] = value[: max(len(trimmed), protected)]
+    return result
+
+
+def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read and parse a properties file; a missing or unreadable file is a ConfigError naming the path.
+
+    The file is decoded as UTF-8, falling back to ISO-8859-1 (what Java's Properties.load reads) when
+    it is not valid UTF-8.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise ConfigError(f"cannot read properties file {name}: {reason}", value=name) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("iso-8859-1")
+    return parse_properties(text.removeprefix("\ufeff"), source=name)
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Join continued natural lines; skip blank and comment lines. Yields (first line number, text)."""
+    natural = _LINE_BREAK.split(text)
+    logical: list[tuple[int, str]] = []
+    index = 0
+    while index < len(natural):
+        start = index
+        line = natural[index].lstrip(_WHITESPACE)
+        index += 1
+        if not line or line[0] in "#!":
+            continue
+        parts: list[str] = []
+        while _continues(line):
+            parts.append(line[:-1])
+            if index >= len(natural):
+                line = ""
+                break
+            # A continuation line is never a comment, and its leading whitespace is dropped.
+            line = natural[index].lstrip(_WHITESPACE)
+            index += 1
+        parts.append(line)
+        logical.append((start + 1, "".join(parts)))
+    return logical
+
+
+def _continues(line: str) -> bool:
+    """True when `line` ends in an odd number of backslashes."""
+    count = len(line) - len(line.rstrip("\\"))
+    return count % 2 == 1
+
+
+def _split_key(line: str) -> tuple[int, int]:
+    """Return (end of the raw key, start of the raw value) in `line`."""
+    key_end = len(line)
+    value_start = len(line)
+    has_separator = False
+    escaped = False
+    for position, char in enumerate(line):
+        if not escaped and char in "=:":
+            key_end, value_start, has_separator = position, position + 1, True
+            break
+        if not escaped and char in _WHITESPACE:
+            key_end, value_start = position, position + 1
+            break
+        escaped = char == "\\" and not escaped
+    while value_start < len(line):
+        char = line[value_start]
+        if char not in _WHITESPACE:
+            if has_separator or char not in "=:":
+                break
+            has_separator = True
+        value_start += 1
+    return key_end, value_start
+
+
+def _unescape(raw: str, malformed: str) -> tuple[str, int]:
+    """Apply escapes; also return the output length up to the last escaped character (kept when trimming).
+
+    `malformed` is the message for a bad \\u escape; it must not quote the text, which may be a secret.
+    """
+    out: list[str] = []
+    protected = 0
+    position = 0
+    while position < len(raw):
+        char = raw[position]
+        position += 1
+        if char != "\\" or position >= len(raw):
+            out.append(char)
+            continue
+        char = raw[position]
+        position += 1
+        if char == "u":
+            digits = raw[position : position + 4]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(malformed)
+            out.append(chr(int(digits, 16)))
+            position += 4
+        else:
+            out.append(_SIMPLE_ESCAPES.get(char, char))
+        protected = len(out)
+    text = "".join(out)
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        # Java strings are UTF-16: a pair of \\u escapes can spell one character outside the BMP.
+        combined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return combined, protected - (len(text) - len(combined))
+    return text, protected

@@ -1,0 +1,158 @@
+"""Resolve Kafka config-provider references, `${env:NAME}` and `${file:path:key}`, inside values.
+
+Both providers are always available under the names `env` and `file`. A file may also declare
+providers the Kafka way (`config.providers=secrets`, `config.providers.secrets.class=...FileConfigProvider`):
+such a name becomes an alias of the matching provider, and the providers' own parameters are honoured
+(`config.providers.<name>.param.allowed.paths` for files, `...param.allowlist.pattern` for the
+environment). Where Kafka leaves an unresolvable reference in place, Strait refuses the config.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from shared.config.properties import load_properties_file
+from shared.errors import ConfigError
+
+PROVIDERS_KEY = "config.providers"
+# Kafka's ConfigTransformer pattern: provider, an optional path, and a key, separated by ':'.
+_REFERENCE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")
+_FILE_CLASSES = frozenset({"FileConfigProvider", "org.apache.kafka.common.config.provider.FileConfigProvider"})
+_ENV_CLASSES = frozenset({"EnvVarConfigProvider", "org.apache.kafka.common.config.provider.EnvVarConfigProvider"})
+
+
+def is_provider_key(key: str) -> bool:
+    """True for `config.providers` and `config.providers.*`: provider declarations, never resolved."""
+    return key == PROVIDERS_KEY or key.startswith(PROVIDERS_KEY + ".")
+
+
+@dataclass
+class _Resolver:
+    """Looks references up for one resolution pass (files are read at most once)."""
+
+    env: Mapping[str, str]
+    kinds: dict[str, str] = field(default_factory=lambda: {"env": "env", "file": "file"})
+    unsupported: dict[str, str] = field(default_factory=dict)
+    allowed_paths: dict[str, tuple[PurePath, ...]] = field(default_factory=dict)
+    allowlists: dict[str, re.Pattern[str]] = field(default_factory=dict)
+    files: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def lookup(self, key: str, match: re.Match[str]) -> str:
+        provider, path, name = match.group(1), match.group(2), match.group(3)
+        reference = match.group(0)
+
+        def fail(reason: str) -> ConfigError:
+            return ConfigError(f"{key} references {reference}: {reason}", key=key, value=reference)
+
+        kind = self.kinds.get(provider)
+        if kind is None:
+            if provider in self.unsupported:
+                raise fail(
+                    f"config provider '{provider}' has class {self.unsupported[provider]}, "
+                    "but Strait supports only FileConfigProvider and EnvVarConfigProvider"
+                )
+            raise fail(f"unknown config provider '{provider}' (available: {', '.join(sorted(self.kinds))})")
+        if kind == "env":
+            return self._env(provider, path, name, fail)
+        return self._file(provider, path, name, fail)
+
+    def _env(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
+        if path:
+            raise fail(f"the env provider takes no path; expected ${{{provider}:NAME}}")
+        allowlist = self.allowlists.get(provider)
+        if allowlist is not None and allowlist.fullmatch(name) is None:
+            raise fail(f"environment variable {name} does not match {PROVIDERS_KEY}.{provider}.param.allowlist.pattern")
+        if name not in self.env:
+            raise fail(f"environment variable {name} is not set")
+        return self.env[name]
+
+    def _file(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
+        if not path:
+            raise fail(f"expected ${{{provider}:<path>:<key>}}")
+        allowed = self.allowed_paths.get(provider)
+        if allowed is not None:
+            normalised = PurePath(os.path.normpath(path))
+            if not any(normalised.is_relative_to(root) for root in allowed):
+                raise fail(f"path {path} is outside {PROVIDERS_KEY}.{provider}.param.allowed.paths")
+        if path not in self.files:
+            try:
+                self.files[path] = load_properties_file(path)
+            except ConfigError as exc:
+                raise fail(str(exc)) from exc
+        values = self.files[path]
+        if name not in values:
+            raise fail(f"key '{name}' not found in {path}")
+        return values[name]
+
+
+def resolve_references(props: Mapping[str, str], *, env: Mapping[str, str]) -> dict[str, str]:
+    """Return `props` with every `${provider:[path:]key}` in a value replaced (one pass, no recursion).
+
+    `config.providers*` values are kept as written. An unknown provider, a missing environment
+    variable, an unreadable file or a missing key is a ConfigError naming the referring key.
+    """
+    resolver = _configure(props, env)
+    resolved: dict[str, str] = {}
+    for key, value in props.items():
+        if is_provider_key(key) or "${" not in value:
+            resolved[key] = value
+        else:
+            resolved[key] = _substitute(resolver, key, value)
+    return resolved
+
+
+def _substitute(resolver: _Resolver, key: str, value: str) -> str:
+    """Replace each reference in `value`, the value of `key`."""
+    return _REFERENCE.sub(lambda match: resolver.lookup(key, match), value)
+
+
+def _configure(props: Mapping[str, str], env: Mapping[str, str]) -> _Resolver:
+    """Build the resolver from the built-in names plus any `config.providers.<name>.class` aliases."""
+    resolver = _Resolver(env=env)
+    prefix = PROVIDERS_KEY + "."
+    for key, value in props.items():
+        if not key.startswith(prefix) or not key.endswith(".class"):
+            continue
+        name = key[len(prefix) : -len(".class")]
+        class_name = value.strip()
+        if class_name in _FILE_CLASSES:
+            resolver.kinds[name] = "file"
+        elif class_name in _ENV_CLASSES:
+            resolver.kinds[name] = "env"
+        else:
+            resolver.kinds.pop(name, None)
+            resolver.unsupported[name] = class_name
+    for name, kind in resolver.kinds.items():
+        param = f"{prefix}{name}.param."
+        if kind == "file" and param + "allowed.paths" in props:
+            resolver.allowed_paths[name] = _allowed_paths(param + "allowed.paths", props[param + "allowed.paths"])
+        if kind == "env" and param + "allowlist.pattern" in props:
+            resolver.allowlists[name] = _allowlist(param + "allowlist.pattern", props[param + "allowlist.pattern"])
+    return resolver
+
+
+def _allowed_paths(key: str, value: str) -> tuple[PurePath, ...]:
+    """FileConfigProvider's allowed.paths: absolute, existing paths, comma separated."""
+    roots: list[PurePath] = []
+    for entry in (part.strip() for part in value.split(",")):
+        if not entry:
+            continue
+        normalised = os.path.normpath(entry)
+        if not os.path.isabs(normalised):
+            raise ConfigError(f"{key}={value!r}: path {entry!r} is not absolute", key=key, value=value)
+        if not os.path.exists(normalised):
+            raise ConfigError(f"{key}={value!r}: path {entry!r} does not exist", key=key, value=value)
+        roots.append(PurePath(normalised))
+    return tuple(roots)
+
+
+def _allowlist(key: str, value: str) -> re.Pattern[str]:
+    """EnvVarConfigProvider's allowlist.pattern: a regex the whole variable name must match."""
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ConfigError(f"{key}={value!r}: expected a regular expression ({exc})", key=key, value=value) from exc

@@ -1,0 +1,79 @@
+"""Build confluent-kafka and aiokafka clients from Java-style client properties."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from shared.kafka.client_props import (
+    AIOKAFKA_CONSUMER_ONLY,
+    AIOKAFKA_PRODUCER_ONLY,
+    ClientProps,
+    to_aiokafka,
+    to_librdkafka,
+)
+
+_log = structlog.get_logger(__name__)
+_warned: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def _warn_ignored(role: str, translated: ClientProps) -> None:
+    """Say once per role which user settings the client cannot honour."""
+    if translated.ignored and (role, translated.ignored) not in _warned:
+        _warned.add((role, translated.ignored))
+        _log.warning("client_settings_ignored", client=role, settings=list(translated.ignored))
+
+
+def librdkafka_config(props: Mapping[str, str], role: str, **extra: Any) -> dict[str, Any]:
+    """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top."""
+    translated = to_librdkafka(props)
+    _warn_ignored(role, translated)
+    return {**translated.settings, **extra}
+
+
+def confluent_admin(props: Mapping[str, str], **extra: Any) -> AdminClient:
+    """A confluent-kafka AdminClient."""
+    return AdminClient(librdkafka_config(props, "admin", **extra))
+
+
+def confluent_producer(props: Mapping[str, str], **extra: Any) -> Producer:
+    """A confluent-kafka Producer (byte keys and values)."""
+    return Producer(librdkafka_config(props, "producer", **extra))
+
+
+def confluent_consumer(props: Mapping[str, str], **extra: Any) -> Consumer:
+    """A confluent-kafka Consumer (byte keys and values)."""
+    return Consumer(librdkafka_config(props, "consumer", **extra))
+
+
+def aiokafka_kwargs(props: Mapping[str, str], role: str, **extra: Any) -> dict[str, Any]:
+    """aiokafka keyword arguments for `role` (consumer, producer or admin), `extra` on top."""
+    translated = to_aiokafka(props)
+    _warn_ignored(role, translated)
+    kwargs = dict(translated.settings)
+    if role != "consumer":
+        kwargs = {k: v for k, v in kwargs.items() if k not in AIOKAFKA_CONSUMER_ONLY}
+    if role != "producer":
+        kwargs = {k: v for k, v in kwargs.items() if k not in AIOKAFKA_PRODUCER_ONLY}
+    return {**kwargs, **extra}
+
+
+def aio_producer(props: Mapping[str, str], **extra: Any) -> AIOKafkaProducer:
+    """An aiokafka producer; call `await start()`."""
+    return AIOKafkaProducer(**aiokafka_kwargs(props, "producer", **extra))
+
+
+def aio_consumer(props: Mapping[str, str], *topics: str, **extra: Any) -> AIOKafkaConsumer:
+    """An aiokafka consumer subscribed to `topics` (none: assign partitions); call `await start()`."""
+    return AIOKafkaConsumer(*topics, **aiokafka_kwargs(props, "consumer", **extra))
+
+
+def aio_admin(props: Mapping[str, str], **extra: Any) -> AIOKafkaAdminClient:
+    """An aiokafka admin client; call `await start()`."""
+    return AIOKafkaAdminClient(**aiokafka_kwargs(props, "admin", **extra))

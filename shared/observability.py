@@ -1,0 +1,139 @@
+"""structlog JSON logging (stdlib loggers routed into it, secrets masked) and the metrics/health HTTP endpoint."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TextIO
+
+import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+_SECRET_KEY = re.compile(r"pass(word)?|secret|token|jaas|credential|api[_.-]?key", re.IGNORECASE)
+_known_secrets: set[str] = set()
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Values (resolved passwords, tokens) that must never reach a log line; they are masked everywhere."""
+    _known_secrets.update(v for v in values if v and len(v) >= 4)
+
+
+def _mask(text: str) -> str:
+    for secret in _known_secrets:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """structlog processor: mask secret-looking keys and any registered secret value."""
+    for key, value in list(event_dict.items()):
+        if _SECRET_KEY.search(key) and value is not None:
+            event_dict[key] = "***"
+        elif isinstance(value, str) and _known_secrets:
+            event_dict[key] = _mask(value)
+    return event_dict
+
+
+def configure_logging(service: str, level: str = "INFO", stream: TextIO | None = None) -> None:
+    """One JSON object per line on `stream` for structlog and every stdlib logger (aiokafka, uvicorn, py4j)."""
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        _redact,
+    ]
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.ExtraAdder(), *shared],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.JSONRenderer(),
+        ],
+    )
+    handler = logging.StreamHandler(stream or sys.stdout)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("aiokafka", "kafka", "py4j", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    structlog.contextvars.bind_contextvars(service=service)
+
+
+HealthProbe = Callable[[], tuple[bool, Mapping[str, Any]]]
+
+
+class ObservabilityServer:
+    """Serves /metrics (Prometheus), /health (liveness) and /ready (readiness) from a daemon thread.
+
+    A thread, not the event loop, so a busy loop or the PySpark driver can still be scraped and probed.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        *,
+        live: HealthProbe,
+        ready: HealthProbe,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        routes: dict[str, Callable[[], tuple[int, bytes, str]]] = {
+            "/metrics": lambda: (200, generate_latest(registry), CONTENT_TYPE_LATEST),
+            "/health": lambda: _probe_response(live),
+            "/ready": lambda: _probe_response(ready),
+        }
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                route = routes.get(self.path.split("?", 1)[0])
+                status, body, content_type = route() if route else (404, b'{"error":"not found"}', "application/json")
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # probes every few seconds would drown the service's own log
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="observability", daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when 0 asked for any free one)."""
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        """Start serving in the background."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving; safe to call twice."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+
+
+def _probe_response(probe: HealthProbe) -> tuple[int, bytes, str]:
+    try:
+        ok, details = probe()
+    except Exception as exc:  # a probe must answer, even about its own failure
+        ok, details = False, {"error": f"{type(exc).__name__}: {exc}"}
+    body = json.dumps({"status": "ok" if ok else "unavailable", **details}, default=str).encode()
+    return (200 if ok else 503), body, "application/json"

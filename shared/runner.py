@@ -1,0 +1,135 @@
+"""The entry point every asyncio service shares: settings, config, logging, signals, metrics, exit code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import NoReturn, TypeVar
+
+import structlog
+from prometheus_client import CollectorRegistry
+from pydantic import ValidationError
+
+from shared.config import MirrorMakerConfig, is_sensitive_key, load_mm2_config
+from shared.config.service_settings import ServiceSettings
+from shared.errors import ConfigError
+from shared.kafka.client_props import jaas_credentials
+from shared.observability import ObservabilityServer, configure_logging, register_secrets
+from shared.service import Service
+
+S = TypeVar("S", bound=ServiceSettings)
+EXIT_CONFIG = 2
+EXIT_CRASHED = 1
+
+
+def parse_settings(prog: str, settings_cls: type[S], argv: Sequence[str] | None) -> S:
+    """Command-line flags over STRAIT_* environment variables over defaults; one-line error on bad input."""
+    parser = argparse.ArgumentParser(prog=prog, description=f"Strait {prog} service")
+    parser.add_argument("--config", help="MM2-format properties file (env STRAIT_CONFIG)")
+    parser.add_argument("--metrics-host", help="address for /metrics, /health, /ready")
+    parser.add_argument("--metrics-port", type=int, help="port for /metrics, /health, /ready (0: any free)")
+    parser.add_argument("--instance-id", help="this process's name in status and leases")
+    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--flows", help="comma list of flows to serve, e.g. A->B (default: all enabled)")
+    args = parser.parse_args(argv)
+    given = {key: value for key, value in vars(args).items() if value is not None}
+    try:
+        return settings_cls(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        hint = " (use --config or STRAIT_CONFIG)" if where == "config" else ""
+        fail(prog, f"setting {where}: {first['msg']}{hint}")
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    """Print one line naming the problem and exit with the configuration error code."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_CONFIG)
+
+
+def load_config(prog: str, settings: ServiceSettings) -> MirrorMakerConfig:
+    """Load and validate the MM2 config, registering its secrets for log masking."""
+    try:
+        config = load_mm2_config(settings.config)
+    except ConfigError as exc:
+        fail(prog, f"config {settings.config}: {exc}")
+    register_secrets(_secret_values(config))
+    return config
+
+
+def _secret_values(config: MirrorMakerConfig) -> list[str]:
+    """Every resolved secret in the config: sensitive keys' values and the passwords inside JAAS lines."""
+    values: list[str] = []
+    for cluster in config.clusters.values():
+        for props in (cluster.consumer_props(), cluster.producer_props(), cluster.admin_props()):
+            for key, value in props.items():
+                if is_sensitive_key(key):
+                    values.append(value)
+                if key == "sasl.jaas.config":
+                    with contextlib.suppress(ConfigError):
+                        values.append(jaas_credentials(value)[1])
+    return values
+
+
+def run_service(
+    prog: str,
+    build: Callable[[S, MirrorMakerConfig, CollectorRegistry], Service],
+    settings_cls: type[S],
+    argv: Sequence[str] | None = None,
+) -> None:
+    """Parse, configure, run until SIGTERM/SIGINT, stop cleanly; exit non-zero if a task crashed."""
+    settings = parse_settings(prog, settings_cls, argv)
+    configure_logging(prog, settings.log_level)
+    config = load_config(prog, settings)
+    code = asyncio.run(_serve(prog, settings, config, build))
+    raise SystemExit(code)
+
+
+async def _serve(
+    prog: str,
+    settings: S,
+    config: MirrorMakerConfig,
+    build: Callable[[S, MirrorMakerConfig, CollectorRegistry], Service],
+) -> int:
+    log = structlog.get_logger(prog)
+    registry = CollectorRegistry()
+    try:
+        service = build(settings, config, registry)
+    except ConfigError as exc:
+        fail(prog, str(exc))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, service.request_stop)
+    server = ObservabilityServer(
+        registry,
+        live=service.liveness,
+        ready=service.readiness,
+        host=settings.metrics_host,
+        port=settings.metrics_port,
+    )
+    server.start()
+    started = time.monotonic()
+    log.info("service_starting", instance=settings.instance_id, metrics_port=server.port)
+    try:
+        await service.start()
+        log.info("service_started", instance=settings.instance_id)
+        await service.run_until_stopped()
+    except Exception as exc:
+        service.crashed = service.crashed or exc
+        log.error("service_failed", error=str(exc), exc_info=exc)
+    finally:
+        await service.stop()
+        server.stop()
+    log.info(
+        "service_stopped",
+        instance=settings.instance_id,
+        uptime_s=round(time.monotonic() - started, 1),
+        crashed=repr(service.crashed) if service.crashed else None,
+    )
+    return EXIT_CRASHED if service.crashed else 0

@@ -1,0 +1,143 @@
+"""The lifecycle base every asyncio service uses: start, background tasks, periodic work, prompt stop.
+
+Invariants: `stop()` is idempotent; a background task that crashes stops the service and is reported
+by `crashed`, so the process exits non-zero; periodic work waits on the stop event, never sleeps blindly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Self
+
+import structlog
+
+from shared.errors import StraitError
+
+Interval = float | Callable[[], float]
+
+
+class Service:
+    """Subclasses implement `on_start` (I/O, spawn tasks) and `on_stop` (drain, commit, close in reverse)."""
+
+    name: str = "service"
+
+    def __init__(self) -> None:
+        self.log = structlog.get_logger(self.name)
+        self._stop_requested = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._stopped = False
+        self.crashed: BaseException | None = None
+        self.started_at = 0.0
+        self.last_error: str | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Do the start-up I/O and start background tasks."""
+        self.started_at = time.time()
+        self._started = True
+        await self.on_start()
+
+    async def stop(self) -> None:
+        """Stop background tasks, then let the subclass drain, commit and close. Safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stop_requested.set()
+        await self.before_cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.on_stop()
+
+    async def on_start(self) -> None:
+        """Start-up I/O; override."""
+
+    async def before_cancel(self) -> None:
+        """Runs after stop is requested but before tasks are cancelled: stop fetching, drain (bounded)."""
+
+    async def on_stop(self) -> None:
+        """Commit, flush and close clients in reverse order of opening; override."""
+
+    def request_stop(self) -> None:
+        """Ask the service to stop (what SIGTERM does); `run_until_stopped` then returns."""
+        self._stop_requested.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True once a stop was requested."""
+        return self._stop_requested.is_set()
+
+    async def run_until_stopped(self) -> None:
+        """Wait until a stop is requested or a background task crashed."""
+        await self._stop_requested.wait()
+
+    async def wait_stop(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for a stop request; True if one came."""
+        try:
+            await asyncio.wait_for(self._stop_requested.wait(), timeout=max(0.0, timeout_s))
+        except TimeoutError:
+            return False
+        return True
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- background work -------------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Run `coro` in the background; if it raises, the service stops and reports the crash."""
+        task = asyncio.create_task(coro, name=f"{self.name}:{name}")
+        task.add_done_callback(self._on_task_done)
+        self._tasks.append(task)
+        return task
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and self.crashed is None:
+            self.crashed = exc
+            self.log.error("background_task_crashed", task=task.get_name(), error=repr(exc), exc_info=exc)
+            self._stop_requested.set()
+
+    def every(self, interval_s: Interval, work: Callable[[], Awaitable[None]], name: str) -> asyncio.Task[None]:
+        """Run `work` now and then every `interval_s` (a number or a callable read each round).
+
+        A retriable StraitError is logged and counted, and the next round tries again; anything else
+        crashes the service.
+        """
+
+        async def loop() -> None:
+            while not self.stopping:
+                started = time.monotonic()
+                try:
+                    await work()
+                except StraitError as exc:
+                    if not exc.retriable:
+                        raise
+                    self.record_error(name, exc)
+                interval = interval_s() if callable(interval_s) else interval_s
+                await self.wait_stop(interval - (time.monotonic() - started))
+
+        return self.spawn(loop(), name)
+
+    def record_error(self, where: str, exc: BaseException) -> None:
+        """Remember and log a recoverable error (status and metrics read `last_error`)."""
+        self.last_error = f"{where}: {exc}"
+        self.log.warning("recoverable_error", where=where, error=str(exc), error_type=type(exc).__name__)
+
+    # -- health ----------------------------------------------------------------------------------
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        """Alive unless a background task crashed."""
+        return self.crashed is None, {"service": self.name}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready once started and not stopping; subclasses add their own conditions."""
+        ready = self._started and not self.stopping and self.crashed is None
+        return ready, {"service": self.name, "last_error": self.last_error}

@@ -1,0 +1,78 @@
+"""Real Kafka clusters for the integration suite, shared per test session, stopped even on failure."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from shared.localkafka import KafkaCluster, SaslUser, kafka_classpath
+
+MIRROR_USER = SaslUser("mirror", "mirror-secret-pw")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/integration needs brokers."""
+    for item in items:
+        if "tests/integration" in str(item.path):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def kafka_runtime() -> str:
+    """Resolve the Kafka jars once (Maven); fails with what to install if Java or Maven is missing."""
+    return kafka_classpath()
+
+
+@pytest.fixture(scope="session")
+def two_clusters(kafka_runtime: str) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """Source A and target B, one broker each, started side by side."""
+    clusters = (KafkaCluster("A"), KafkaCluster("B"))
+    try:
+        for cluster in clusters:
+            cluster.launch()
+        for cluster in clusters:
+            cluster.wait_ready()
+        yield clusters
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_a(two_clusters: tuple[KafkaCluster, KafkaCluster]) -> KafkaCluster:
+    """The source cluster of the shared pair."""
+    return two_clusters[0]
+
+
+@pytest.fixture(scope="session")
+def cluster_b(two_clusters: tuple[KafkaCluster, KafkaCluster]) -> KafkaCluster:
+    """The target cluster of the shared pair."""
+    return two_clusters[1]
+
+
+@pytest.fixture(scope="session")
+def three_broker_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
+    """A three-broker cluster for fault tests, started the first time a test asks for it."""
+    cluster = KafkaCluster("C3", brokers=3)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
+    """SASL_PLAINTEXT/SCRAM with StandardAuthorizer; `admin` is a super user, `mirror` has no ACLs yet."""
+    cluster = KafkaCluster("SEC", sasl=True, users=(MIRROR_USER,))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short suffix so every test makes its own topics and groups."""
+    return uuid.uuid4().hex[:8]

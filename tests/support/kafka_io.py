@@ -1,0 +1,101 @@
+"""Produce and consume helpers for tests; every wait has a deadline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.topics import create_topic
+
+Headers = list[tuple[str, bytes | None]]
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A record as a test sees it."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    timestamp_ms: int
+
+
+def make_topic(props: Mapping[str, str], name: str, partitions: int = 1, **configs: str) -> None:
+    """Create a topic (replication factor = broker default)."""
+    create_topic(confluent_admin(props), name, partitions=partitions, configs=configs)
+
+
+def produce(
+    props: Mapping[str, str],
+    topic: str,
+    records: Sequence[tuple[bytes | None, bytes | None]],
+    *,
+    partition: int | None = None,
+    headers: Headers | None = None,
+    timestamp_ms: int | None = None,
+) -> None:
+    """Produce and wait for every delivery; raises on the first failed delivery."""
+    producer = confluent_producer(props, **{"enable.idempotence": True, "linger.ms": 5})
+    errors: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+
+    for key, value in records:
+        kwargs: dict[str, object] = {"key": key, "value": value, "on_delivery": on_delivery}
+        if partition is not None:
+            kwargs["partition"] = partition
+        if headers is not None:
+            kwargs["headers"] = headers
+        if timestamp_ms is not None:
+            kwargs["timestamp"] = timestamp_ms
+        producer.produce(topic, **kwargs)  # type: ignore[arg-type]
+        producer.poll(0)
+    remaining = producer.flush(30)
+    assert remaining == 0, f"{remaining} records not delivered to {topic} within 30 s"
+    assert not errors, f"delivery failed: {errors[0]}"
+
+
+def consume_all(
+    props: Mapping[str, str],
+    topic: str,
+    expected: int,
+    *,
+    timeout_s: float = 30,
+    partitions: int | None = None,
+    isolation_level: str = "read_uncommitted",
+) -> list[Rec]:
+    """Read `topic` from the beginning until `expected` records arrived or the deadline passed."""
+    consumer: Consumer = confluent_consumer(
+        props,
+        **{"group.id": "test-reader", "enable.auto.commit": False, "isolation.level": isolation_level},
+    )
+    try:
+        count = partitions or len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(count)])
+        records: list[Rec] = []
+        deadline = time.monotonic() + timeout_s
+        while len(records) < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if msg.error():
+                    continue
+                records.append(
+                    Rec(
+                        msg.partition() or 0,
+                        msg.offset() or 0,
+                        msg.key(),
+                        msg.value(),
+                        list(msg.headers() or []),
+                        msg.timestamp()[1],
+                    )
+                )
+        return records
+    finally:
+        consumer.close()

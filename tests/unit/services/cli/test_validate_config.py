@@ -1,0 +1,57 @@
+"""`strait validate-config`: a malformed file gets one line naming the problem and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = "clusters=A,B\nA.bootstrap.servers=127.0.0.1:9092\nB.bootstrap.servers=127.0.0.1:9093\nA->B.enabled=true\n"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD.replace("A->B.enabled=true", "A->B.enabled=maybe"), "A->B.enabled='maybe': expected true or false"),
+        (GOOD + "A->C.enabled=true\n", "unknown cluster alias 'C'"),
+        (GOOD.replace("B.bootstrap.servers=127.0.0.1:9093\n", ""), "B.bootstrap.servers"),
+        (GOOD + "A->B.offset.lag.max=lots\n", "A->B.offset.lag.max='lots'"),
+        (GOOD + "A->B.topics=orders[\n", "A->B.topics"),
+    ],
+)
+def test_malformed_files_fail_with_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(text)
+    result = run_cli("validate-config", str(config))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    result = run_cli("validate-config", str(tmp_path / "absent.properties"))
+    assert result.returncode == 2
+    assert "absent.properties" in result.stderr
+
+
+def test_valid_file_summary_as_json(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(GOOD + "A->B.topics=orders.*, payments\n")
+    result = run_cli("validate-config", str(config), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    flows = {flow["flow"]: flow for flow in summary["flows"]}
+    assert flows["A->B"]["enabled"] is True
+    assert flows["A->B"]["topics"] == ["orders.*", "payments"]
+    assert flows["B->A"]["enabled"] is False

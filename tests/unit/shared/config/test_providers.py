@@ -1,0 +1,130 @@
+"""`${env:...}` and `${file:...:...}` references: resolution, declared aliases, restrictions, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.config import resolve_references
+from shared.errors import ConfigError
+
+
+@pytest.fixture
+def secrets_file(tmp_path: Path) -> Path:
+    path = tmp_path / "secrets.properties"
+    path.write_text("user = alice\npassword = s3cr3t-from-file\n", encoding="utf-8")
+    return path
+
+
+def test_env_reference_is_resolved() -> None:
+    resolved = resolve_references({"A.bootstrap.servers": "${env:A_SERVERS}"}, env={"A_SERVERS": "a:9092"})
+    assert resolved == {"A.bootstrap.servers": "a:9092"}
+
+
+def test_file_reference_is_resolved(secrets_file: Path) -> None:
+    resolved = resolve_references({"A.ssl.key.password": f"${{file:{secrets_file}:password}}"}, env={})
+    assert resolved == {"A.ssl.key.password": "s3cr3t-from-file"}
+
+
+def test_several_references_inside_one_value(secrets_file: Path) -> None:
+    value = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="${{file:{secrets_file}:user}}" password="${{env:PW}}";'
+    )
+    resolved = resolve_references({"A.sasl.jaas.config": value}, env={"PW": "pw"})
+    assert resolved["A.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="pw";'
+    )
+
+
+def test_values_without_references_and_provider_declarations_are_kept() -> None:
+    props = {"config.providers": "file,env", "config.providers.file.class": "${not:resolved}", "x": "plain $ {x}"}
+    assert resolve_references(props, env={}) == props
+
+
+def test_resolution_is_one_pass() -> None:
+    resolved = resolve_references({"a": "${env:OUTER}"}, env={"OUTER": "${env:INNER}", "INNER": "no"})
+    assert resolved == {"a": "${env:INNER}"}
+
+
+def test_unknown_provider_names_key_and_provider() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_references({"A.ssl.key.password": "${vault:secret/kafka:pw}"}, env={})
+    assert str(info.value) == (
+        "A.ssl.key.password references ${vault:secret/kafka:pw}: unknown config provider 'vault' (available: env, file)"
+    )
+    assert info.value.key == "A.ssl.key.password"
+
+
+def test_missing_env_var_names_key_and_variable() -> None:
+    with pytest.raises(ConfigError, match=r"^B\.sasl\.jaas\.config references \$\{env:JAAS\}: .*JAAS is not set$"):
+        resolve_references({"B.sasl.jaas.config": "${env:JAAS}"}, env={"OTHER": "x"})
+
+
+def test_missing_file_names_key_and_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.properties"
+    with pytest.raises(ConfigError) as info:
+        resolve_references({"A.ssl.truststore.password": f"${{file:{missing}:pw}}"}, env={})
+    message = str(info.value)
+    assert message.startswith("A.ssl.truststore.password references ")
+    assert str(missing) in message
+    assert "No such file" in message
+
+
+def test_missing_key_in_file_names_key_and_path(secrets_file: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^A\.x references .*: key 'token' not found in .*secrets\.properties$"):
+        resolve_references({"A.x": f"${{file:{secrets_file}:token}}"}, env={})
+
+
+def test_file_reference_without_path_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"expected \$\{file:<path>:<key>\}"):
+        resolve_references({"a": "${file:password}"}, env={})
+
+
+def test_env_reference_with_path_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="the env provider takes no path"):
+        resolve_references({"a": "${env:some/path:NAME}"}, env={"NAME": "x"})
+
+
+def test_declared_provider_alias_is_honoured(secrets_file: Path) -> None:
+    props = {
+        "config.providers": "secrets,environment",
+        "config.providers.secrets.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        "config.providers.environment.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+        "a": f"${{secrets:{secrets_file}:user}}",
+        "b": "${environment:HOME_DIR}",
+    }
+    resolved = resolve_references(props, env={"HOME_DIR": "/home/x"})
+    assert (resolved["a"], resolved["b"]) == ("alice", "/home/x")
+
+
+def test_provider_with_unsupported_class_is_explained() -> None:
+    props = {"config.providers.vault.class": "io.example.VaultConfigProvider", "a": "${vault:path:key}"}
+    with pytest.raises(ConfigError, match=r"class io\.example\.VaultConfigProvider, but Strait supports only"):
+        resolve_references(props, env={})
+
+
+def test_allowed_paths_restrict_file_provider(secrets_file: Path, tmp_path: Path) -> None:
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    props = {"config.providers.file.param.allowed.paths": str(allowed), "a": f"${{file:{secrets_file}:user}}"}
+    with pytest.raises(ConfigError, match=r"is outside config\.providers\.file\.param\.allowed\.paths"):
+        resolve_references(props, env={})
+    inside = allowed / "s.properties"
+    inside.write_text("user=bob\n", encoding="utf-8")
+    props["a"] = f"${{file:{allowed}/../allowed/s.properties:user}}"
+    assert resolve_references(props, env={})["a"] == "bob"
+
+
+def test_allowed_paths_must_be_absolute() -> None:
+    with pytest.raises(ConfigError, match="is not absolute"):
+        resolve_references({"config.providers.file.param.allowed.paths": "relative/dir"}, env={})
+
+
+def test_env_allowlist_pattern_restricts_variables() -> None:
+    props = {"config.providers.env.param.allowlist.pattern": "KAFKA_.*", "a": "${env:KAFKA_PW}", "b": "${env:HOME}"}
+    with pytest.raises(ConfigError, match=r"^b references \$\{env:HOME\}: .*does not match"):
+        resolve_references(props, env={"KAFKA_PW": "x", "HOME": "/root"})
+    del props["b"]
+    assert resolve_references(props, env={"KAFKA_PW": "x"})["a"] == "x"

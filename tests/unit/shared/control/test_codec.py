@@ -1,0 +1,73 @@
+"""Control events round-trip, and anything a reader cannot use is skipped rather than crashing it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shared.control import (
+    ConfigChanged,
+    FlowPaused,
+    FlowResumed,
+    RemoteTopic,
+    ServiceStatus,
+    TopicsChanged,
+    decode_event,
+    encode_event,
+    progress_topic,
+)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        TopicsChanged(flow="A->B", topics=(RemoteTopic(source_topic="orders", remote_topic="A.orders", partitions=6),)),
+        ConfigChanged(flow="A->B", settings={"topics": "orders.*"}),
+        FlowPaused(flow="A->B", reason="target refused WRITE on A.orders"),
+        FlowResumed(flow="A->B"),
+        ServiceStatus(flow="", service="checkpoint", instance="h-1", state="running", details={"groups": 3}),
+    ],
+)
+def test_events_round_trip(event: object) -> None:
+    encoded = encode_event(event)  # type: ignore[arg-type]
+    decoded = decode_event(encoded)
+    assert decoded == event
+    body = json.loads(encoded)
+    assert {"type", "version", "flow", "ts"} <= body.keys()
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"\xff\xfe not json", "not JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"type": "teleport", "version": 1, "flow": "A->B", "ts": 1}', "unknown type"),
+        (b'{"type": "flow-resumed", "version": 2, "flow": "A->B", "ts": 1}', "newer version"),
+        (
+            b'{"type": "topics-changed", "version": 1, "flow": "A->B", "ts": 1, "topics": [{"source_topic": "x"}]}',
+            "invalid fields",
+        ),
+    ],
+)
+def test_unusable_events_are_skipped_with_a_reason(raw: bytes, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from shared.observability import configure_logging
+
+    configure_logging("test", "INFO")
+    assert decode_event(raw) is None
+    logged = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert any(entry.get("event") == "control_event_skipped" and entry.get("reason") == reason for entry in logged)
+
+
+def test_tombstones_decode_to_nothing() -> None:
+    assert decode_event(None) is None
+
+
+def test_older_version_fields_are_tolerated() -> None:
+    raw = b'{"type": "flow-paused", "version": 1, "flow": "A->B", "ts": 5, "reason": "x", "added_later": true}'
+    assert decode_event(raw) == FlowPaused(flow="A->B", ts=5, reason="x")
+
+
+def test_strait_topic_names_are_internal_by_mm2_rules() -> None:
+    assert progress_topic("us-west") == "strait.offsets.us-west.internal"
+    assert progress_topic("A").endswith(".internal")
