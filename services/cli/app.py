@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -35,13 +35,15 @@ def validate_config(
         err.print(f"[red]invalid[/red] {path}: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     summary = config_summary(config)
+    flows: list[dict[str, Any]] = summary["flows"]
+    ignored: list[str] = summary["ignored_keys"]
     if as_json:
         print(json.dumps(summary, indent=2))
         return
     table = Table(title=f"{path}: valid", show_lines=False)
     for column in ("flow", "enabled", "topics", "exclude", "policy", "offset syncs", "exactly once"):
         table.add_column(column)
-    for flow in summary["flows"]:
+    for flow in flows:
         table.add_row(
             flow["flow"],
             "yes" if flow["enabled"] else "no",
@@ -52,11 +54,11 @@ def validate_config(
             "yes" if flow["exactly_once"] else "no",
         )
     out.print(table)
-    if summary["ignored_keys"]:
-        out.print(f"keys accepted but not used by Strait: {', '.join(summary['ignored_keys'])}")
+    if ignored:
+        out.print(f"keys accepted but not used by Strait: {', '.join(ignored)}")
 
 
-def config_summary(config: MirrorMakerConfig) -> dict[str, object]:
+def config_summary(config: MirrorMakerConfig) -> dict[str, Any]:
     """What a config means, as plain data (no secrets)."""
     return {
         "clusters": {alias: cluster.bootstrap_servers for alias, cluster in config.clusters.items()},
