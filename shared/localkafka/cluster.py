@@ -172,8 +172,12 @@ class KafkaCluster:
             args += ["--add-scram", f"{SCRAM_MECHANISM}=[name={user.name},password={user.password}]"]
         tool = JvmProcess("kafka.tools.StorageTool", args, log_path=node.config_path.parent / "format.log", heap_mb=128)
         code = tool.run_to_completion(timeout_s=120)
+        if code != 0:  # seen once under load: one more try before giving up, with the tool's output kept
+            code = tool.run_to_completion(timeout_s=120)
         if code != 0:
-            raise HarnessError(f"formatting KRaft storage of {self.name}/{node.node_id} failed: {tool.log_tail()}")
+            raise HarnessError(
+                f"formatting KRaft storage of {self.name}/{node.node_id} failed (exit {code}): {tool.log_tail()}"
+            )
 
     def launch(self) -> None:
         """Format storage (first time only) and start every node without waiting for readiness.
