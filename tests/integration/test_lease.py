@@ -17,13 +17,16 @@ async def _wait(predicate: Callable[[], bool], timeout_s: float = 30) -> None:
 
 async def test_single_shard_has_one_leader_and_fails_over(cluster_b: KafkaCluster, unique: str) -> None:
     props = cluster_b.client_properties()
-    make = lambda name: ShardLease(  # noqa: E731
-        props,
-        group_id=f"lease-{unique}",
-        topic=f"strait.lease-{unique}.internal",
-        replication_factor=1,
-        instance_id=name,
-    )
+
+    def make(name: str) -> ShardLease:
+        return ShardLease(
+            props,
+            group_id=f"lease-{unique}",
+            topic=f"strait.lease-{unique}.internal",
+            replication_factor=1,
+            instance_id=name,
+        )
+
     first, second = make("one"), make("two")
     await first.start()
     await _wait(lambda: first.is_leader)
