@@ -2,9 +2,9 @@
 
 Kinds of top-level key: `clusters`; flow settings (FlowSettings keys and `enabled`, which flows
 inherit); client defaults (`security.protocol`, `ssl.*`, `sasl.*`, `bootstrap.servers`, which MM2
-applies to every cluster); provider declarations; Strait's own `strait.*`; and keys MM2 or Connect
-read that Strait does not use (REST server, Connect worker and connector framework keys). The last
-kind is accepted and reported as ignored, so a real MM2 file loads unchanged.
+applies to every cluster); provider declarations; Strait's own `strait.*` and data-mirror's
+`spark.*`; and keys MM2 or Connect read that Strait does not use (REST server, Connect worker and
+connector framework keys). The last kind is accepted and reported as ignored, so a real MM2 file loads unchanged.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from shared.config.providers import is_provider_key
 CLUSTERS_KEY = "clusters"
 ENABLED_KEY = "enabled"
 STRAIT_PREFIX = "strait."
+# Spark settings for data-mirror's driver (spark.master, spark.executor.memory, ...), passed through as given.
+SPARK_PREFIX = "spark."
 CLIENT_PREFIXES = ("consumer.", "producer.", "admin.")
 
 # Read by MM2's dedicated mode, Connect's worker, REST server or connector framework; unused by Strait.
@@ -139,7 +141,7 @@ def classify(key: str) -> KeyKind:
         return KeyKind.CLUSTERS
     if key in SETTING_KEYS or key == ENABLED_KEY:
         return KeyKind.SETTING
-    if key.startswith(STRAIT_PREFIX):
+    if key.startswith((STRAIT_PREFIX, SPARK_PREFIX)):
         return KeyKind.STRAIT
     if is_provider_key(key):
         return KeyKind.PROVIDERS

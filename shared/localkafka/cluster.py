@@ -82,7 +82,7 @@ class KafkaCluster:
         self.broker_overrides = dict(broker_overrides or {})
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"strait-kafka-{name}-"))
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         self.nodes = [self._plan_node(node_id) for node_id in range(1, brokers + 1)]
 
     def _plan_node(self, node_id: int) -> BrokerNode:
@@ -243,3 +243,11 @@ class KafkaCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id; the storage tool rejects ids that start with '-' (they read as options)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate

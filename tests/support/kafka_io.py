@@ -99,3 +99,17 @@ def consume_all(
         return records
     finally:
         consumer.close()
+
+
+def read_to_end(props: Mapping[str, str], topic: str, *, timeout_s: float = 60) -> list[Rec]:
+    """Every record now in `topic` (all partitions), read up to the end offsets taken at the start."""
+    consumer: Consumer = confluent_consumer(props, **{"group.id": "test-reader", "enable.auto.commit": False})
+    try:
+        count = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)}
+        expected = sum(ends.values())
+    finally:
+        consumer.close()
+    records = consume_all(props, topic, expected, timeout_s=timeout_s, partitions=count)
+    assert len(records) >= expected, f"read {len(records)} of {expected} records of {topic} within {timeout_s}s"
+    return records

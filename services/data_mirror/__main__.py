@@ -1,0 +1,69 @@
+"""Entry point of `strait-data-mirror`: settings, config, logging, signals, metrics, then the driver loop."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from services.data_mirror.driver import MirrorDriver
+from services.data_mirror.settings import DataMirrorSettings
+from shared.config import FlowConfig, MirrorMakerConfig
+from shared.observability import ObservabilityServer, configure_logging
+from shared.runner import EXIT_CRASHED, fail, load_config, parse_settings
+
+PROG = "strait-data-mirror"
+
+
+def selected_flows(config: MirrorMakerConfig, wanted: str) -> list[FlowConfig]:
+    """The enabled flows, or the ones named in `--flows` (which must exist and be enabled)."""
+    if not wanted.strip():
+        return list(config.enabled_flows)
+    flows = []
+    for name in (part.strip() for part in wanted.split(",") if part.strip()):
+        flow = config.flow_named(name)
+        if not flow.enabled:
+            fail(PROG, f"--flows names {name}, which is not enabled ({name}.enabled=true)")
+        flows.append(flow)
+    return flows
+
+
+def main() -> None:
+    """Run the driver until SIGTERM/SIGINT; exit non-zero if it failed."""
+    settings = parse_settings(PROG, DataMirrorSettings, None)
+    configure_logging(PROG, settings.log_level)
+    config = load_config(PROG, settings)
+    flows = selected_flows(config, settings.flows)
+    if not flows:
+        fail(PROG, "no enabled flow in the config (set e.g. A->B.enabled=true)")
+    registry = CollectorRegistry()
+    driver = MirrorDriver(settings, config, flows, registry)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        structlog.get_logger(PROG).info("stop_requested", signal=signal.Signals(signum).name)
+        driver.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server = ObservabilityServer(
+        registry,
+        live=lambda: (True, {"service": "data-mirror"}),
+        ready=driver.readiness,
+        host=settings.metrics_host,
+        port=settings.metrics_port,
+    )
+    server.start()
+    try:
+        driver.run()
+    except Exception as exc:
+        structlog.get_logger(PROG).error("driver_failed", error=str(exc), exc_info=exc)
+        sys.exit(EXIT_CRASHED)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

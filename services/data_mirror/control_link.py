@@ -1,0 +1,51 @@
+"""The driver's synchronous link to the control and status topics on each target cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import structlog
+from confluent_kafka import OFFSET_END, TopicPartition
+
+from shared.control import CONTROL_TOPIC, STATUS_TOPIC, ServiceStatus, TopicsChanged, decode_event, encode_event
+from shared.control.channel import event_key
+from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.topics import ensure_internal_topic
+
+_log = structlog.get_logger(__name__)
+
+
+class ControlLink:
+    """Publishes status and notices `topics-changed` events for the flows of one target cluster."""
+
+    def __init__(self, props: Mapping[str, str], flows: set[str], *, replication_factor: int) -> None:
+        admin = confluent_admin(props)
+        for topic in (CONTROL_TOPIC, STATUS_TOPIC):
+            ensure_internal_topic(admin, topic, replication_factor=replication_factor)
+        self._flows = flows
+        self._producer = confluent_producer(props, **{"enable.idempotence": True, "acks": "all", "linger.ms": 0})
+        self._consumer = confluent_consumer(
+            props, **{"group.id": "strait-data-mirror-control", "enable.auto.commit": False}
+        )
+        self._consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_END)])
+
+    def topics_changed(self) -> bool:
+        """True if a `topics-changed` event for one of our flows arrived since the last call (non-blocking)."""
+        changed = False
+        for message in self._consumer.consume(num_messages=100, timeout=0):
+            if message.error():
+                continue
+            event = decode_event(message.value())
+            if isinstance(event, TopicsChanged) and event.flow in self._flows:
+                changed = True
+        return changed
+
+    def publish_status(self, status: ServiceStatus) -> None:
+        """Send a status record; waits briefly so a final status survives process exit."""
+        self._producer.produce(STATUS_TOPIC, value=encode_event(status), key=event_key(status))
+        self._producer.flush(10)
+
+    def close(self) -> None:
+        """Flush and close both clients."""
+        self._producer.flush(10)
+        self._consumer.close()

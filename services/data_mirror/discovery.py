@@ -1,0 +1,76 @@
+"""Which source partitions a flow mirrors right now: filter-passing topics whose remote topic exists.
+
+A partition is mirrored only when the remote topic already has it, so data-mirror never writes to a
+topic that topic-sync has not created (no auto-created topics with the wrong partition count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+
+from shared.config import FlowConfig
+from shared.filters import DefaultTopicFilter
+from shared.kafka.errors import translate_kafka_error
+from shared.replication_policy import ReplicationPolicy, replication_policy_for, should_replicate_topic
+
+LIST_TIMEOUT_S = 15
+
+
+@dataclass(frozen=True)
+class MirroredTopic:
+    """A source topic, its remote name and how many of its partitions can be copied now."""
+
+    flow: str
+    source_topic: str
+    remote_topic: str
+    partitions: int
+    source_partitions: int
+
+
+def policy_for(flow: FlowConfig) -> ReplicationPolicy:
+    """The flow's replication policy, configured as MM2 configures it for the flow's connectors."""
+    settings = flow.settings
+    return replication_policy_for(
+        settings.replication_policy_class,
+        separator=settings.replication_policy_separator,
+        internal_topic_separator_enabled=settings.internal_topic_separator_enabled,
+        source_cluster_alias=flow.source,
+    )
+
+
+def _topic_partitions(admin: AdminClient, cluster: str) -> dict[str, int]:
+    try:
+        metadata = admin.list_topics(timeout=LIST_TIMEOUT_S)
+    except Exception as exc:  # KafkaException: broker unreachable, authorization, timeout
+        raise translate_kafka_error(exc, operation=f"list topics on {cluster}") from exc
+    return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+
+def discover(
+    flow: FlowConfig, source_admin: AdminClient, target_admin: AdminClient
+) -> tuple[list[MirroredTopic], list[str]]:
+    """(topics to mirror, source topics still waiting for their remote topic)."""
+    policy = policy_for(flow)
+    settings = flow.settings
+    topic_filter = DefaultTopicFilter(settings.topics, settings.topics_exclude)
+    source = _topic_partitions(source_admin, flow.source)
+    target = _topic_partitions(target_admin, flow.target)
+    mirrored: list[MirroredTopic] = []
+    waiting: list[str] = []
+    for topic, count in sorted(source.items()):
+        if not should_replicate_topic(
+            policy,
+            topic,
+            target_alias=flow.target,
+            topic_filter=topic_filter,
+            heartbeats_replication_enabled=settings.heartbeats_replication_enabled,
+        ):
+            continue
+        remote = policy.format_remote_topic(flow.source, topic)
+        if remote not in target:
+            waiting.append(topic)
+            continue
+        mirrored.append(MirroredTopic(flow.name, topic, remote, min(count, target[remote]), count))
+    return mirrored, waiting

@@ -1,0 +1,328 @@
+"""The Spark task: copy one epoch of records for a few partitions, then commit progress and offset syncs.
+
+Runs in a Spark Python worker; pure apart from its Kafka clients, and nothing it reads goes back to the
+driver except per-partition counts and offsets. At-least-once: progress is written after every record
+before it was acknowledged. Exactly-once: records and progress commit in one target transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from services.data_mirror.clients import cached_admin, cached_consumer, cached_producer, forget_producer
+from services.data_mirror.progress import ProgressKey, encode_progress
+from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.work import PartitionResult, PartitionWork, SyncPoint, TaskResult, TaskSpec
+from shared.records import OffsetSync
+
+CONSUME_BATCH = 5000
+LOOKUP_TIMEOUT_S = 15
+FLUSH_TIMEOUT_S = 60
+
+
+@dataclass
+class _Partition:
+    """Mutable per-partition state during one epoch."""
+
+    work: PartitionWork
+    result: PartitionResult
+    tracker: SyncTracker
+    in_flight: deque[int] = field(default_factory=deque)
+    syncs: list[SyncPoint] = field(default_factory=list)
+    delivered_upto: int | None = None
+    last_produced: int | None = None
+    paused: bool = False
+
+    def fail(self, offset: int, reason: str) -> None:
+        """Remember the first refused offset; nothing at or after it counts as copied."""
+        if self.result.failed_offset is None or offset < self.result.failed_offset:
+            self.result.failed_offset = offset
+            self.result.failure = reason
+
+
+class _Router:
+    """Delivery reports of the cached producer go to whichever task run is active in this worker."""
+
+    current: _TaskRun | None = None
+
+    @classmethod
+    def on_delivery(cls, err: KafkaError | None, msg: Message) -> None:
+        if cls.current is not None:
+            cls.current.on_delivery(err, msg)
+
+
+def run_task(spec: TaskSpec) -> TaskResult:
+    """Spark entry point: one epoch of one task; errors come back as data, never as a lost record."""
+    began = time.monotonic()
+    attempts = 2 if spec.exactly_once else 1
+    result = TaskResult(spec.flow, spec.slot)
+    for attempt in range(attempts):
+        run = _TaskRun(spec)
+        try:
+            result = run.execute()
+            break
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            fenced = isinstance(error, KafkaError) and (error.fatal() or error.code() == KafkaError._FENCED)
+            run.abandon()
+            result = TaskResult(spec.flow, spec.slot, error=_describe(exc))
+            if not (fenced and attempt + 1 < attempts):
+                break
+        except Exception as exc:  # reported to the driver, which retries from the committed progress
+            run.abandon()
+            result = TaskResult(spec.flow, spec.slot, error=_describe(exc))
+            break
+    result.duration_s = time.monotonic() - began
+    return result
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _TaskRun:
+    """One execution of a TaskSpec."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+        self.transactional_id = f"strait-data-mirror.{spec.flow}.{spec.slot}" if spec.exactly_once else None
+        self.parts: dict[tuple[str, int], _Partition] = {}
+        self.by_remote: dict[tuple[str, int], _Partition] = {}
+        self.consumer = cached_consumer(spec.source_consumer, group_id=f"strait-data-mirror.{spec.flow}")
+        self.producer = cached_producer(spec.target_producer, _Router.on_delivery, self.transactional_id)
+        self.in_transaction = False
+
+    # -- set-up ------------------------------------------------------------------------------------
+    def _resolve_starts(self) -> None:
+        """Turn 'no progress yet' into a concrete offset and notice offsets lost to source retention."""
+        admin = cached_admin(self.spec.source_admin)
+        tps = [TopicPartition(w.source_topic, w.partition) for w in self.spec.partitions]
+        earliest = _list_offsets(admin, tps, OffsetSpec.earliest())
+        latest = _list_offsets(admin, tps, OffsetSpec.latest())
+        for work in self.spec.partitions:
+            key = (work.source_topic, work.partition)
+            low, high = earliest[key], latest[key]
+            start = work.start_offset
+            expired = 0
+            if start is None:
+                start = high if self.spec.reset_to_latest else low
+            elif start < low:
+                expired, start = low - start, low
+            elif start > high:
+                start = high  # the source topic was recreated or truncated: copy what is there now
+            result = PartitionResult(work.source_topic, work.partition, work.remote_topic, start, start)
+            result.high_watermark = high
+            result.expired_records = expired
+            part = _Partition(work, result, SyncTracker(self.spec.offset_lag_max))
+            self.parts[key] = part
+            self.by_remote[(work.remote_topic, work.partition)] = part
+
+    # -- the copy loop -------------------------------------------------------------------------------
+    def execute(self) -> TaskResult:
+        """Copy until the epoch ends, then commit progress (and syncs)."""
+        self._resolve_starts()
+        assignment = [
+            TopicPartition(p.work.source_topic, p.work.partition, p.result.start_offset)
+            for p in self.parts.values()
+            if p.work.stop_before is None or p.result.start_offset < p.work.stop_before
+        ]
+        _Router.current = self
+        try:
+            if self.transactional_id:
+                self.producer.begin_transaction()
+                self.in_transaction = True
+            if assignment:
+                self.consumer.assign(assignment)
+                self._copy_until(time.monotonic() + self.spec.epoch_ms / 1000)
+            return self._commit()
+        finally:
+            _Router.current = None
+            self.consumer.unassign()
+
+    def _copy_until(self, deadline: float) -> None:
+        produce = self.producer.produce
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or all(p.paused for p in self.parts.values()):
+                break
+            messages = self.consumer.consume(num_messages=CONSUME_BATCH, timeout=min(0.2, remaining))
+            now_ms = time.time() * 1000
+            for msg in messages:
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF or error.retriable():
+                        continue
+                    raise KafkaException(error)
+                topic, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
+                part = self.parts[(topic, partition)]
+                if part.paused:
+                    continue
+                if part.work.stop_before is not None and offset >= part.work.stop_before:
+                    self._pause(part)
+                    continue
+                timestamp = msg.timestamp()[1]
+                value = msg.value()
+                while True:
+                    try:
+                        produce(
+                            part.work.remote_topic,
+                            value=value,
+                            key=msg.key(),
+                            headers=msg.headers(),  # type: ignore[arg-type]  # null header values pass through
+                            partition=partition,
+                            timestamp=timestamp,
+                        )
+                        break
+                    except BufferError:
+                        self.producer.poll(0.05)
+                    except KafkaException as exc:  # refused before sending, e.g. larger than the client allows
+                        part.fail(offset, _describe(exc))
+                        self._pause(part)
+                        break
+                if part.paused:
+                    continue
+                part.in_flight.append(offset)
+                part.last_produced = offset
+                result = part.result
+                result.records += 1
+                result.bytes += len(value) if value else 0
+                age = now_ms - timestamp
+                result.age_ms_sum += age
+                if age > result.age_ms_max:
+                    result.age_ms_max = age
+                if result.records >= self.spec.max_records_per_partition:
+                    self._pause(part)
+            self.producer.poll(0)
+
+    def _pause(self, part: _Partition) -> None:
+        part.paused = True
+        self.consumer.pause([TopicPartition(part.work.source_topic, part.work.partition)])
+
+    def on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        """Per-record acknowledgement: progress, latency and offset-sync decisions."""
+        part = self.by_remote.get((msg.topic() or "", msg.partition() or 0))
+        if part is None or not part.in_flight:
+            return
+        upstream = part.in_flight.popleft()
+        if err is not None:
+            part.fail(upstream, f"{err.name()}: {err.str()}")
+            return
+        if part.result.failed_offset is not None and upstream > part.result.failed_offset:
+            return
+        downstream = msg.offset() or 0
+        part.delivered_upto = upstream
+        latency = time.time() * 1000 - msg.timestamp()[1]
+        part.result.latency_ms_sum += latency
+        if latency > part.result.latency_ms_max:
+            part.result.latency_ms_max = latency
+        point = SyncPoint(upstream, downstream)
+        if part.result.first_sync is None:
+            part.result.first_sync = point
+        part.result.last_sync = point
+        if part.tracker.should_sync(upstream, downstream):
+            part.syncs.append(point)
+
+    # -- commit ------------------------------------------------------------------------------------
+    def _commit(self) -> TaskResult:
+        remaining = self.producer.flush(FLUSH_TIMEOUT_S)
+        if remaining:
+            raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, f"{remaining} records not acknowledged"))
+        failed = any(p.result.failed_offset is not None for p in self.parts.values())
+        if self.in_transaction and failed:
+            self.producer.abort_transaction(FLUSH_TIMEOUT_S)
+            self.in_transaction = False
+            for part in self.parts.values():  # nothing of this epoch was committed
+                part.result.next_offset = part.result.start_offset
+                part.result.records = part.result.bytes = 0
+                part.result.first_sync = part.result.last_sync = None
+            return TaskResult(self.spec.flow, self.spec.slot, list(p.result for p in self.parts.values()))
+        for part in self.parts.values():
+            part.result.next_offset = self._next_offset(part)
+        self._write_progress()
+        if self.in_transaction:
+            self.producer.commit_transaction(FLUSH_TIMEOUT_S)
+            self.in_transaction = False
+        self._write_syncs()
+        return TaskResult(self.spec.flow, self.spec.slot, list(p.result for p in self.parts.values()))
+
+    def _next_offset(self, part: _Partition) -> int:
+        """Where the next epoch starts: after the last acknowledged record, never past a refused one."""
+        result = part.result
+        if result.failed_offset is not None:
+            return result.failed_offset
+        if part.delivered_upto is not None:
+            return part.delivered_upto + 1
+        if part.work.stop_before is None and part.last_produced is None:
+            # nothing arrived: skip over transaction markers or compacted gaps the consumer moved past
+            position = self.consumer.position([TopicPartition(part.work.source_topic, part.work.partition)])[0]
+            if position.offset is not None and position.offset > result.start_offset:
+                return int(position.offset)
+        return result.start_offset
+
+    def _write_progress(self) -> None:
+        errors: list[str] = []
+
+        def on_progress(err: KafkaError | None, _msg: Message) -> None:
+            if err is not None:
+                errors.append(f"{err.name()}: {err.str()}")
+
+        for part in self.parts.values():
+            result = part.result
+            if result.next_offset == part.work.start_offset:
+                continue  # unchanged: nothing to commit
+            key = ProgressKey(self.spec.flow, result.source_topic, result.partition).encode()
+            self.producer.produce(
+                self.spec.progress_topic,
+                value=encode_progress(result.next_offset),
+                key=key,
+                partition=0,
+                on_delivery=on_progress,
+            )
+        if not self.in_transaction:
+            self.producer.flush(FLUSH_TIMEOUT_S)
+            if errors:
+                raise KafkaException(KafkaError(KafkaError._FAIL, f"progress not written: {errors[0]}"))
+
+    def _write_syncs(self) -> None:
+        if not self.spec.emit_offset_syncs:
+            return
+        producer = cached_producer(self.spec.sync_producer, _ignore_delivery)
+        for part in self.parts.values():
+            closing = part.tracker.closing_sync()
+            if closing is not None:
+                part.syncs.append(SyncPoint(*closing))
+            for point in part.syncs:
+                sync = OffsetSync(part.work.source_topic, part.work.partition, point.upstream, point.downstream)
+                producer.produce(
+                    self.spec.offset_syncs_topic, key=sync.record_key(), value=sync.record_value(), partition=0
+                )
+            part.result.syncs_written = len(part.syncs)
+        producer.flush(FLUSH_TIMEOUT_S)
+
+    def abandon(self) -> None:
+        """After a failure: abort an open transaction and drop a producer that may be fenced or fatal."""
+        _Router.current = None
+        if self.in_transaction:
+            with contextlib.suppress(KafkaException):
+                self.producer.abort_transaction(10)
+        forget_producer(self.spec.target_producer, _Router.on_delivery, self.transactional_id)
+
+
+def _ignore_delivery(err: KafkaError | None, msg: Message) -> None:
+    """Offset syncs are best effort (as in MM2): a lost one costs precision, never data."""
+
+
+def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+    if not tps:
+        return {}
+    futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=LOOKUP_TIMEOUT_S)
+    return {
+        (tp.topic, tp.partition): int(future.result(timeout=LOOKUP_TIMEOUT_S).offset) for tp, future in futures.items()
+    }

@@ -1,0 +1,60 @@
+"""Read the last committed progress of every partition at start-up (the compacted progress topic, to its end)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import structlog
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from services.data_mirror.progress import ProgressKey, decode_progress
+from shared.errors import CodecError, KafkaOperationError
+from shared.kafka.factories import confluent_consumer
+
+_log = structlog.get_logger(__name__)
+
+
+def load_progress(
+    props: Mapping[str, str], topic: str, flow: str, *, timeout_s: float = 60
+) -> dict[tuple[str, int], int]:
+    """(source topic, partition) -> next offset, for `flow`; read_committed so aborted epochs do not count."""
+    consumer = confluent_consumer(
+        props,
+        **{"group.id": "strait-data-mirror-progress", "enable.auto.commit": False, "isolation.level": "read_committed"},
+    )
+    progress: dict[tuple[str, int], int] = {}
+    try:
+        partition = TopicPartition(topic, 0)
+        _, high = consumer.get_watermark_offsets(partition, timeout=timeout_s)
+        if high <= 0:
+            return progress
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        position = 0
+        while True:
+            position = consumer.position([partition])[0].offset
+            if position >= high:
+                break
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(
+                    f"progress topic {topic} not read to its end ({position}/{high}) within {timeout_s}s",
+                    operation="load progress",
+                )
+            for message in consumer.consume(num_messages=5000, timeout=0.5):
+                if message.error() or message.key() is None:
+                    continue
+                try:
+                    key = ProgressKey.decode(message.key() or b"")
+                    if key.flow != flow:
+                        continue
+                    value = message.value()
+                    if value is None:
+                        progress.pop((key.topic, key.partition), None)
+                    else:
+                        progress[(key.topic, key.partition)] = decode_progress(value)
+                except CodecError as exc:
+                    _log.warning("progress_record_skipped", topic=topic, offset=message.offset(), error=str(exc))
+        return progress
+    finally:
+        consumer.close()

@@ -1,0 +1,18 @@
+"""data-mirror's process settings (flags and STRAIT_* environment variables)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from shared.config.service_settings import ServiceSettings
+
+
+class DataMirrorSettings(ServiceSettings):
+    """Epoch length, task count and Spark master; `spark.*` keys in the config file pass through too."""
+
+    metrics_port: int = Field(default=9401, ge=0, le=65535)
+    epoch_ms: int = Field(default=1000, ge=50, description="how long each Spark task copies before committing")
+    tasks: int = Field(default=0, ge=0, description="Spark tasks per flow per epoch; 0: Spark's default parallelism")
+    spark_master: str = Field(default="", description="overrides spark.master from the config (default local[*])")
+    blocked_retry_s: float = Field(default=30, gt=0, description="how often a refused record is tried again")
+    status_interval_s: float = Field(default=5, gt=0)

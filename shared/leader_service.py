@@ -1,0 +1,70 @@
+"""The Service of a leader-run job (topic-sync, acl-sync): one LeaderLoop per served flow, and flow selection."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from shared.config import FlowConfig, MirrorMakerConfig
+from shared.errors import ConfigError
+from shared.leader_loop import LeaderLoop
+from shared.service import Service
+
+DRAIN_TIMEOUT_S = 30.0
+
+
+def selected_flows(config: MirrorMakerConfig, flows: str) -> tuple[FlowConfig, ...]:
+    """The flows a process serves: those named in `flows` (comma list of A->B), else every enabled flow.
+
+    A named flow that is not enabled, or a config without any enabled flow, is a ConfigError.
+    """
+    names = [name.strip() for name in flows.split(",") if name.strip()]
+    if not names:
+        enabled = config.enabled_flows
+        if not enabled:
+            raise ConfigError("no enabled flow in the config: set <source>-><target>.enabled=true for at least one")
+        return enabled
+    chosen: list[FlowConfig] = []
+    for name in names:
+        flow = config.flow_named(name)
+        if not flow.enabled:
+            raise ConfigError(f"flow '{flow.name}' is not enabled (set {flow.name}.enabled=true)", value=name)
+        if flow not in chosen:
+            chosen.append(flow)
+    return tuple(chosen)
+
+
+class LeaderLoopService(Service):
+    """Runs each LeaderLoop as a background task; stop lets rounds finish, then closes loops in reverse."""
+
+    def __init__(self, loops: Sequence[LeaderLoop]) -> None:
+        super().__init__()
+        self.loops = list(loops)
+        self._loop_tasks: list[asyncio.Task[None]] = []
+
+    async def on_start(self) -> None:
+        """Start one task per flow; each opens its lease and control publisher in the background."""
+        for loop in self.loops:
+            self._loop_tasks.append(self.spawn(loop.run(), f"flow:{loop.flow.name}"))
+        if not self.loops:
+            self.log.warning("nothing_to_do", reason="no flow needs this service")
+
+    async def before_cancel(self) -> None:
+        """Ask every loop to stop and give a running round a bounded time to finish."""
+        for loop in self.loops:
+            loop.request_stop()
+        if self._loop_tasks:
+            await asyncio.wait(self._loop_tasks, timeout=DRAIN_TIMEOUT_S)
+
+    async def on_stop(self) -> None:
+        """Final status, leave each lease, close publishers (reverse order of opening)."""
+        for loop in reversed(self.loops):
+            await loop.close()
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready once every flow's lease and publisher are up."""
+        ready, details = super().readiness()
+        opened = all(loop.opened for loop in self.loops)
+        leading = sorted(loop.flow.name for loop in self.loops if loop.is_leader)
+        return ready and opened, {**details, "flows_opened": opened, "leading": leading}

@@ -1,0 +1,33 @@
+"""Write MM2-format config files that point at harness clusters, as a user would write them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from shared.localkafka import KafkaCluster
+
+SINGLE_BROKER_DEFAULTS = {
+    "replication.factor": "1",
+    "checkpoints.topic.replication.factor": "1",
+    "heartbeats.topic.replication.factor": "1",
+    "offset-syncs.topic.replication.factor": "1",
+}
+
+
+def write_mm2_config(
+    path: Path,
+    clusters: Mapping[str, KafkaCluster],
+    flows: Mapping[str, Mapping[str, str]],
+    extra: Mapping[str, str] | None = None,
+) -> Path:
+    """`flows` maps "A->B" to that flow's settings (without the prefix); `enabled=true` is implied."""
+    lines = [f"clusters={', '.join(clusters)}"]
+    for alias, cluster in clusters.items():
+        lines += [f"{alias}.{key}={value}" for key, value in cluster.client_properties().items()]
+    for flow, settings in flows.items():
+        lines.append(f"{flow}.enabled=true")
+        lines += [f"{flow}.{key}={value}" for key, value in settings.items()]
+    lines += [f"{key}={value}" for key, value in {**SINGLE_BROKER_DEFAULTS, **(extra or {})}.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
