@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from shared.config import FlowConfig
 from shared.filters import DefaultTopicFilter
@@ -46,6 +46,23 @@ def _topic_partitions(admin: AdminClient, cluster: str) -> dict[str, int]:
     except Exception as exc:  # KafkaException: broker unreachable, authorization, timeout
         raise translate_kafka_error(exc, operation=f"list topics on {cluster}") from exc
     return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+
+def max_message_bytes(admin: AdminClient, cluster: str, topics: list[str]) -> dict[str, int]:
+    """Each topic's `max.message.bytes`: the largest record batch its broker accepts."""
+    if not topics:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics]
+    limits: dict[str, int] = {}
+    try:
+        futures = admin.describe_configs(resources, request_timeout=LIST_TIMEOUT_S)
+        for resource, future in futures.items():
+            entry = future.result(timeout=LIST_TIMEOUT_S).get("max.message.bytes")
+            if entry is not None and entry.value is not None:
+                limits[resource.name] = int(entry.value)
+    except Exception as exc:  # KafkaException: broker unreachable or not allowed to describe configs
+        raise translate_kafka_error(exc, operation=f"describe topic configs on {cluster}") from exc
+    return limits
 
 
 def discover(

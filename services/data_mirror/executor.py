@@ -25,6 +25,7 @@ from shared.records import OffsetSync
 CONSUME_BATCH = 5000
 LOOKUP_TIMEOUT_S = 15
 FLUSH_TIMEOUT_S = 60
+RECORD_FRAMING_BYTES = 90  # batch header (61) plus one record's varint framing, rounded up
 
 
 @dataclass
@@ -169,13 +170,25 @@ class _TaskRun:
                     continue
                 timestamp = msg.timestamp()[1]
                 value = msg.value()
+                headers = msg.headers()
+                limit = part.work.max_record_bytes
+                if limit is not None:
+                    size = _record_size(msg.key(), value, headers)
+                    if size > limit:
+                        reason = (
+                            f"record of {size} bytes is larger than max.message.bytes={limit} "
+                            f"of {part.work.remote_topic}"
+                        )
+                        part.fail(offset, reason)
+                        self._pause(part)
+                        continue
                 while True:
                     try:
                         produce(
                             part.work.remote_topic,
                             value=value,
                             key=msg.key(),
-                            headers=msg.headers(),  # type: ignore[arg-type]  # null header values pass through
+                            headers=headers,  # type: ignore[arg-type]  # null header values pass through
                             partition=partition,
                             timestamp=timestamp,
                         )
@@ -313,6 +326,14 @@ class _TaskRun:
             with contextlib.suppress(KafkaException):
                 self.producer.abort_transaction(10)
         forget_producer(self.spec.target_producer, _Router.on_delivery, self.transactional_id)
+
+
+def _record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
+    """Bytes a record takes in a batch of its own: payload, header bytes and framing."""
+    size = RECORD_FRAMING_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
+    if headers:
+        size += sum(len(name) + (len(data) if data else 0) + 2 for name, data in headers)
+    return size
 
 
 def _ignore_delivery(err: KafkaError | None, msg: Message) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import structlog
 
-from services.data_mirror.discovery import discover, policy_for
+from services.data_mirror.discovery import discover, max_message_bytes, policy_for
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
 from shared.config import FlowConfig
@@ -15,6 +16,9 @@ from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
 
 _log = structlog.get_logger(__name__)
+DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default
+BATCH_HEADROOM_BYTES = 512  # record-batch header and per-record framing
+LIMITS_REFRESH_S = 60
 
 
 class FlowRuntime:
@@ -55,6 +59,9 @@ class FlowRuntime:
         self.committed = load_progress(flow.target_consumer_props(), self.clients.progress_topic, flow.name)
         self.states: dict[tuple[str, int], PartitionState] = {}
         self.waiting: list[str] = []
+        self.limits: dict[str, int] = {}
+        self._limits_refreshed = 0.0
+        self._configured_batch = int(self.clients.target_producer.get("batch.size", DEFAULT_BATCH_BYTES))
         _log.info("flow_loaded", flow=flow.name, partitions_with_progress=len(self.committed), syncs_topic=syncs_topic)
 
     def _fence_previous_transactions(self, tasks: int) -> None:
@@ -70,6 +77,7 @@ class FlowRuntime:
     def refresh(self) -> bool:
         """Re-read both clusters' topics; True if the partition set changed."""
         mirrored, self.waiting = discover(self.flow, self.source_admin, self.target_admin)
+        self._refresh_limits([topic.remote_topic for topic in mirrored])
         wanted: set[tuple[str, int]] = set()
         changed = False
         for topic in mirrored:
@@ -81,11 +89,25 @@ class FlowRuntime:
                     self.states[key] = PartitionState(
                         self.flow.name, topic.source_topic, partition, topic.remote_topic, self.committed.get(key)
                     )
+                self.states[key].max_record_bytes = self.limits.get(topic.remote_topic)
         for key in set(self.states) - wanted:
             changed = True
             _log.warning("partition_no_longer_mirrored", flow=self.flow.name, topic=key[0], partition=key[1])
             del self.states[key]
         return changed
+
+    def _refresh_limits(self, remote_topics: list[str]) -> None:
+        """Learn new remote topics' size limits (all of them every minute) and keep batches under the smallest."""
+        stale = time.monotonic() - self._limits_refreshed > LIMITS_REFRESH_S
+        wanted = remote_topics if stale else [t for t in remote_topics if t not in self.limits]
+        if stale:
+            self._limits_refreshed = time.monotonic()
+        self.limits.update(max_message_bytes(self.target_admin, self.flow.target, wanted))
+        smallest = min((self.limits[t] for t in remote_topics if t in self.limits), default=DEFAULT_BATCH_BYTES)
+        batch = max(1024, min(self._configured_batch, smallest - BATCH_HEADROOM_BYTES))
+        if str(batch) != self.clients.target_producer.get("batch.size"):
+            producer = {**self.clients.target_producer, "batch.size": str(batch)}
+            self.clients = dataclasses.replace(self.clients, target_producer=producer)
 
     def blocked(self) -> list[PartitionState]:
         """Partitions whose next record the target refused."""

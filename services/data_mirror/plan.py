@@ -39,6 +39,7 @@ class PartitionState:
     next_offset: int | None = None
     high_watermark: int | None = None
     blocked_at: int | None = None
+    max_record_bytes: int | None = None
     block_reason: str | None = None
     retry_at: float = 0.0
     records: int = 0
@@ -62,7 +63,13 @@ class PartitionState:
         if stop_before is not None and self.next_offset is not None and self.next_offset >= stop_before:
             return None
         return PartitionWork(
-            self.flow, self.source_topic, self.partition, self.remote_topic, self.next_offset, stop_before
+            self.flow,
+            self.source_topic,
+            self.partition,
+            self.remote_topic,
+            self.next_offset,
+            stop_before,
+            self.max_record_bytes,
         )
 
 

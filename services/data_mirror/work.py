@@ -27,6 +27,7 @@ class PartitionWork:
     remote_topic: str
     start_offset: int | None
     stop_before: int | None = None
+    max_record_bytes: int | None = None
 
 
 @dataclass(frozen=True)

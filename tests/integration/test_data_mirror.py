@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from shared.control import ServiceStatus, read_statuses
 from shared.localkafka import KafkaCluster
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import OffsetSync
@@ -58,15 +62,15 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
 ) -> None:
     topics = [f"dm-{unique}-orders", f"dm-{unique}-payments"]
     for topic in topics:
-        make_topic(cluster_a.client_properties(), topic, partitions=3)
-        make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=3)
-        _fill(cluster_a, topic, partitions=3, per_partition=2000, start_ts=int(time.time() * 1000) - 3_600_000)
+        make_topic(cluster_a.client_properties(), topic, partitions=4)
+        make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=4)
+        _fill(cluster_a, topic, partitions=4, per_partition=25_000, start_ts=int(time.time() * 1000) - 3_600_000)
     config = _config(tmp_path, cluster_a, cluster_b, f"dm-{unique}-.*")
     with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "500"}) as mirror:
         mirror.wait_for_log("driver_ready")
         for topic in topics:
-            target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=6000, timeout_s=120)
-            source = consume_all(cluster_a.client_properties(), topic, expected=6000)
+            target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=100_000, timeout_s=240)
+            source = consume_all(cluster_a.client_properties(), topic, expected=100_000, timeout_s=120)
             _assert_identical(source, target)
         code = mirror.stop()
     assert code == 0, mirror.tail()
@@ -80,6 +84,128 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
         assert len(record.value) == 16
         store.handle(OffsetSync.decode(record.key, record.value))
     for topic in topics:
-        for partition in range(3):
-            for upstream in (0, 1, 99, 100, 1500, 1999):
+        for partition in range(4):
+            for upstream in (0, 1, 99, 100, 1500, 12_345, 24_999):
                 assert store.translate_exact(topic, partition, upstream) == upstream
+
+
+def _end_offsets_sum(props: dict[str, str], topic: str, partitions: int) -> int:
+    from confluent_kafka import TopicPartition
+
+    from shared.kafka.factories import confluent_consumer
+
+    consumer = confluent_consumer(props, **{"group.id": "test-ends"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions))
+    finally:
+        consumer.close()
+
+
+def _wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+def test_kill_9_mid_stream_loses_nothing(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, exactly_once: bool
+) -> None:
+    topic, partitions, per_partition = f"crash-{unique}", 4, 30_000
+    total = partitions * per_partition
+    make_topic(cluster_a.client_properties(), topic, partitions=partitions)
+    make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
+    for p in range(partitions):
+        produce(
+            cluster_a.client_properties(),
+            topic,
+            [(None, f"{p}:{i}".encode()) for i in range(per_partition)],
+            partition=p,
+        )
+    flow = {"exactly.once.support": "enabled"} if exactly_once else {}
+    config = _config(tmp_path, cluster_a, cluster_b, topic, **flow)
+    target = cluster_b.client_properties()
+    first = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "300"}).start()
+    try:
+        _wait_until(lambda: _end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
+    finally:
+        first.kill()
+    assert _end_offsets_sum(target, f"A.{topic}", partitions) < total, "the crash came too late to test anything"
+
+    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "300"}) as second:
+        isolation = "read_committed" if exactly_once else "read_uncommitted"
+        records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level=isolation)
+        time.sleep(2)
+        records = consume_all(target, f"A.{topic}", expected=10**9, timeout_s=5, isolation_level=isolation)
+        assert second.stop() == 0
+
+    seen: dict[bytes, int] = {}
+    for record in records:
+        assert record.value is not None
+        seen[record.value] = seen.get(record.value, 0) + 1
+    missing = [f"{p}:{i}" for p in range(partitions) for i in range(per_partition) if f"{p}:{i}".encode() not in seen]
+    duplicates = len(records) - len(seen)
+    print(f"\n{'exactly-once' if exactly_once else 'at-least-once'}: lost={len(missing)} duplicates={duplicates}")
+    assert not missing, f"{len(missing)} records lost, e.g. {missing[:5]}"
+    if exactly_once:
+        assert duplicates == 0
+    else:
+        # Re-copied records are one uncommitted epoch per partition: a single contiguous block of offsets.
+        for p in range(partitions):
+            twice = sorted(int(v.split(b":")[1]) for v, n in seen.items() if n > 1 and v.startswith(f"{p}:".encode()))
+            assert twice == list(range(twice[0], twice[0] + len(twice))) if twice else True
+
+
+def test_new_topic_is_mirrored_without_restart(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, cluster_a, cluster_b, f"late-{unique}-.*")
+    with ServiceProcess("data_mirror", config, tmp_path) as mirror:
+        mirror.wait_for_log("driver_ready")
+        topic = f"late-{unique}-events"
+        make_topic(cluster_a.client_properties(), topic, partitions=2)
+        produce(cluster_a.client_properties(), topic, [(b"k", f"e{i}".encode()) for i in range(50)])
+        make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=2)  # what topic-sync does
+        got = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=50, timeout_s=60)
+        assert sorted(r.value or b"" for r in got) == sorted(f"e{i}".encode() for i in range(50))
+        assert mirror.stop() == 0
+
+
+def test_oversized_record_stops_its_partition_only(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    topic = f"big-{unique}"
+    make_topic(cluster_a.client_properties(), topic, partitions=2)
+    make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=2, **{"max.message.bytes": "20000"})
+    source = cluster_a.client_properties()
+    produce(source, topic, [(None, f"small-{i}".encode()) for i in range(100)], partition=0)
+    produce(source, topic, [(None, b"x" * 50_000)], partition=0)  # offset 100: too large for the target
+    produce(source, topic, [(None, f"after-{i}".encode()) for i in range(10)], partition=0)
+    produce(source, topic, [(None, f"other-{i}".encode()) for i in range(200)], partition=1)
+    config = _config(tmp_path, cluster_a, cluster_b, topic)
+    with ServiceProcess("data_mirror", config, tmp_path) as mirror:
+        refused = mirror.wait_for_log("record_refused_partition_stopped", timeout_s=120)
+        assert (refused["topic"], refused["partition"], refused["offset"]) == (topic, 0, 100)
+        assert "max.message.bytes=20000" in refused["reason"]
+        got = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=300, timeout_s=15)
+        by_partition = _by_partition(got)
+        assert [r.value for r in by_partition[1]] == [f"other-{i}".encode() for i in range(200)]
+        assert [r.value for r in by_partition[0]] == [f"small-{i}".encode() for i in range(100)]
+        produce(source, topic, [(None, f"more-{i}".encode()) for i in range(20)], partition=1)
+        more = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=320, timeout_s=60)
+        assert len(_by_partition(more)[1]) == 220, "the other partition kept flowing"
+        status = _latest_status(cluster_b, "data-mirror")
+        assert status.state == "degraded"
+        assert status.details["blocked"][0]["offset"] == 100
+        assert mirror.stop() == 0
+
+
+def _latest_status(cluster: KafkaCluster, service: str) -> ServiceStatus:
+    deadline = time.monotonic() + 30
+    while True:
+        statuses = [s for s in read_statuses(cluster.client_properties()).values() if s.service == service]
+        degraded = [s for s in statuses if s.state == "degraded"]
+        if degraded or time.monotonic() > deadline:
+            return (degraded or statuses)[0]
+        time.sleep(1)
