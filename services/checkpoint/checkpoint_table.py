@@ -1,0 +1,66 @@
+"""The latest checkpoint of every group-partition, as the checkpoints topic holds it (MM2's CheckpointStore).
+
+Fed both by the followed checkpoints topic (what any instance wrote) and by this instance's own writes.
+Invariant: an entry is only replaced by a record at a higher offset of the checkpoints topic, so a record
+read late never hides a newer one this instance already wrote, whatever order the two arrive in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
+
+from shared.errors import CodecError
+from shared.kafka.follow import FollowedRecord
+from shared.records import Checkpoint
+
+_log = structlog.get_logger(__name__)
+Partition = tuple[str, int]
+
+
+class CheckpointTable:
+    """group -> (remote topic, partition) -> latest checkpoint; `wanted` limits which groups are kept."""
+
+    def __init__(self, wanted: Callable[[str], bool] | None = None) -> None:
+        self._wanted = wanted or (lambda _group: True)
+        self._latest: dict[str, dict[Partition, tuple[int, Checkpoint]]] = {}
+        self.invalid_records = 0
+
+    def apply(self, checkpoint: Checkpoint, log_offset: int) -> bool:
+        """Keep `checkpoint` (written at `log_offset` of the checkpoints topic) if it is the newest; True if kept."""
+        if not self._wanted(checkpoint.group):
+            return False
+        partitions = self._latest.setdefault(checkpoint.group, {})
+        key = (checkpoint.topic, checkpoint.partition)
+        current = partitions.get(key)
+        if current is not None and current[0] >= log_offset:
+            return False
+        partitions[key] = (log_offset, checkpoint)
+        return True
+
+    def handle_records(self, records: Sequence[FollowedRecord]) -> None:
+        """Apply records read from the checkpoints topic; undecodable ones are counted and skipped (as MM2)."""
+        for record in records:
+            if record.key is None or record.value is None:
+                continue
+            try:
+                checkpoint = Checkpoint.decode(record.key, record.value)
+            except CodecError as exc:
+                self.invalid_records += 1
+                _log.warning("invalid_checkpoint_skipped", offset=record.offset, error=str(exc))
+                continue
+            self.apply(checkpoint, record.offset)
+
+    def for_group(self, group: str) -> Mapping[Partition, Checkpoint]:
+        """The latest checkpoints of `group` by (remote topic, partition); empty if none."""
+        return {key: checkpoint for key, (_, checkpoint) in self._latest.get(group, {}).items()}
+
+    def groups(self) -> list[str]:
+        """Every group with at least one checkpoint."""
+        return list(self._latest)
+
+    def partition_count(self, groups: Sequence[str] | None = None) -> int:
+        """Group-partitions with a checkpoint (over `groups`, or all)."""
+        names = self._latest if groups is None else groups
+        return sum(len(self._latest.get(group, {})) for group in names)

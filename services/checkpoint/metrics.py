@@ -1,0 +1,67 @@
+"""checkpoint's Prometheus metrics; every label set is bounded (flow only), never per group or partition."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+PREFIX = "strait_checkpoint"
+# MM2's checkpoint-latency-ms per group-partition would be 10,000 groups x partitions series; a histogram
+# per flow keeps the distribution at a fixed cost.
+LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
+
+
+class CheckpointMetrics:
+    """Latency, groups and partitions checkpointed, translation misses, group offset sync, shards."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.latency_ms = Histogram(
+            f"{PREFIX}_latency_ms",
+            "MM2's checkpoint-latency-ms: from reading a group's offsets on the source to the checkpoint's ack",
+            ["flow"],
+            buckets=LATENCY_BUCKETS_MS,
+            registry=registry,
+        )
+        self.groups = Gauge(
+            f"{PREFIX}_groups",
+            "consumer groups this instance checkpoints (owned, passing the group filter, on replicated topics)",
+            ["flow"],
+            registry=registry,
+        )
+        self.partitions = Gauge(
+            f"{PREFIX}_partitions",
+            "group-partitions of this instance's groups that have a checkpoint",
+            ["flow"],
+            registry=registry,
+        )
+        self.checkpoints = Counter(
+            f"{PREFIX}_records", "checkpoint records written to the checkpoints topic", ["flow"], registry=registry
+        )
+        self.misses = Counter(
+            f"{PREFIX}_translation_misses",
+            "committed offsets on replicated topics with no usable offset sync (no checkpoint emitted)",
+            ["flow"],
+            registry=registry,
+        )
+        self.rounds = Counter(f"{PREFIX}_rounds", "checkpoint rounds run", ["flow"], registry=registry)
+        self.round_seconds = Histogram(
+            f"{PREFIX}_round_seconds",
+            "duration of one checkpoint round (read offsets, translate, write)",
+            ["flow"],
+            registry=registry,
+        )
+        self.errors = Counter(f"{PREFIX}_errors", "failed operations by kind", ["flow", "operation"], registry=registry)
+        self.groups_skipped_active = Gauge(
+            f"{PREFIX}_groups_skipped_active",
+            "target groups with members, left alone by group offset sync",
+            ["flow"],
+            registry=registry,
+        )
+        self.group_offsets_synced = Counter(
+            f"{PREFIX}_group_offsets_synced",
+            "target group partitions moved forward by group offset sync",
+            ["flow"],
+            registry=registry,
+        )
+        self.owned_shards = Gauge(
+            f"{PREFIX}_owned_shards", "group shards this instance owns", ["flow"], registry=registry
+        )

@@ -1,0 +1,132 @@
+"""MM2's checkpoint rules: which committed offsets become checkpoints, and under which topic name.
+
+Invariants (MirrorCheckpointTask): a partition without a sync gets no checkpoint, nor one whose translation
+is negative; a checkpoint is emitted only if it is the first for its group-partition, the upstream offset
+rewound (the group was reset on the source), or the downstream offset advanced, so checkpoints never move a
+group backwards on their own. Topics pass MM2's topic filter (not the full replication rule, as in MM2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from shared.filters import TopicFilter
+from shared.kafka.group_offsets import CommittedOffset
+from shared.records import Checkpoint
+from shared.replication_policy import ReplicationPolicy
+
+# (source topic, partition, upstream offset) -> downstream offset; None: no sync; -1: older than every sync.
+Translate = Callable[[str, int, int], int | None]
+Partition = tuple[str, int]
+_CACHE_MAX = 100_000
+
+
+def checkpoint_topic_name(policy: ReplicationPolicy, source_alias: str, target_alias: str, topic: str) -> str:
+    """The name on the target that a checkpoint for source topic `topic` carries.
+
+    A topic that came from the target itself (fail-back, `B.orders` seen on A in flow A->B) gets its
+    original name back; any other topic gets the remote name (`A.orders`, `A.C.orders`).
+    """
+    if policy.topic_source(topic) == target_alias:
+        return policy.original_topic(topic)
+    return policy.format_remote_topic(source_alias, topic)
+
+
+def is_more_recent(new: Checkpoint, last: Checkpoint | None) -> bool:
+    """True if `new` must be emitted after `last` (MM2's checkpointIsMoreRecent)."""
+    if last is None:
+        return True
+    if new.upstream_offset < last.upstream_offset:
+        return True  # the group was rewound upstream: follow it, checkpoints may go down here
+    return new.downstream_offset > last.downstream_offset
+
+
+@dataclass(slots=True)
+class GroupCheckpoints:
+    """The outcome for one group: new checkpoints, and counts over partitions of replicated topics."""
+
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    partitions: int = 0
+    misses: int = 0
+    unchanged: int = 0
+
+
+class CheckpointRules:
+    """The rules bound to one flow: its aliases, replication policy, topic filter and translation.
+
+    Topic decisions are cached per name: a round looks at every partition of every group.
+    """
+
+    def __init__(
+        self,
+        source_alias: str,
+        target_alias: str,
+        policy: ReplicationPolicy,
+        topic_filter: TopicFilter,
+        translate: Translate,
+    ) -> None:
+        self.source_alias = source_alias
+        self.target_alias = target_alias
+        self.policy = policy
+        self.topic_filter = topic_filter
+        self.translate = translate
+        self._replicated: dict[str, bool] = {}
+        self._remote: dict[str, str] = {}
+
+    def replicated(self, topic: str) -> bool:
+        """True if the topic filter accepts `topic`."""
+        known = self._replicated.get(topic)
+        if known is None:
+            if len(self._replicated) > _CACHE_MAX:
+                self._replicated.clear()
+            known = self._replicated[topic] = self.topic_filter.should_replicate_topic(topic)
+        return known
+
+    def remote_topic(self, topic: str) -> str:
+        """See `checkpoint_topic_name`."""
+        name = self._remote.get(topic)
+        if name is None:
+            if len(self._remote) > _CACHE_MAX:
+                self._remote.clear()
+            name = self._remote[topic] = checkpoint_topic_name(self.policy, self.source_alias, self.target_alias, topic)
+        return name
+
+    def checkpoint(self, group: str, topic: str, partition: int, committed: CommittedOffset) -> Checkpoint | None:
+        """The checkpoint for one committed offset, or None when there is no usable translation."""
+        downstream = self.translate(topic, partition, committed.offset)
+        if downstream is None or downstream < 0:
+            return None
+        return Checkpoint(
+            group=group,
+            topic=self.remote_topic(topic),
+            partition=partition,
+            upstream_offset=committed.offset,
+            downstream_offset=downstream,
+            metadata=committed.metadata,
+        )
+
+    def relevant(self, offsets: Mapping[Partition, CommittedOffset]) -> bool:
+        """True if the group has an offset on a topic the flow replicates (MM2 checkpoints only those groups)."""
+        return any(self.replicated(topic) for topic, _ in offsets)
+
+    def for_group(
+        self,
+        group: str,
+        offsets: Mapping[Partition, CommittedOffset],
+        last: Mapping[Partition, Checkpoint],
+    ) -> GroupCheckpoints:
+        """New checkpoints of `group` given its committed `offsets` and its `last` checkpoints (by remote name)."""
+        outcome = GroupCheckpoints()
+        for (topic, partition), committed in sorted(offsets.items()):
+            if not self.replicated(topic):
+                continue
+            outcome.partitions += 1
+            checkpoint = self.checkpoint(group, topic, partition, committed)
+            if checkpoint is None:
+                outcome.misses += 1
+            elif is_more_recent(checkpoint, last.get((checkpoint.topic, partition))):
+                outcome.checkpoints.append(checkpoint)
+            else:
+                outcome.unchanged += 1
+        return outcome

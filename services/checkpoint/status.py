@@ -1,0 +1,67 @@
+"""The status record of one checkpoint flow on `strait.status.internal` of its target."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from shared.control import ControlPublisher, StatusReporter
+from shared.control.status_reporter import State
+
+if TYPE_CHECKING:
+    from services.checkpoint.flow import FlowCheckpointer
+
+SERVICE = "checkpoint"
+# Names of active target groups shown in the status; the count is always complete.
+ACTIVE_SAMPLE = 20
+
+
+class FlowStatusReporter:
+    """Keyed `<instance>/<flow>`, like every per-flow status, so flows sharing a target keep their own record."""
+
+    def __init__(self, flow: FlowCheckpointer, instance_id: str, publisher: ControlPublisher) -> None:
+        self._flow = flow
+        self.instance = f"{instance_id}/{flow.flow.name}"
+        self._reporter = StatusReporter(
+            [publisher], service=SERVICE, instance=self.instance, flow=flow.flow.name, snapshot=self.snapshot
+        )
+        self._log = structlog.get_logger(SERVICE).bind(flow=flow.flow.name)
+
+    def snapshot(self) -> tuple[State, str | None, dict[str, Any]]:
+        """State, last error and figures as the flow sees them now."""
+        flow = self._flow
+        state: State
+        if not flow.opened or not flow.translating:
+            state = "starting"
+        elif flow.last_error:
+            state = "degraded"
+        else:
+            state = "running"
+        details: dict[str, Any] = {
+            "checkpoints_topic": flow.checkpoints_topic,
+            "offset_syncs_topic": flow.offset_syncs_topic,
+            "offset_syncs_read_to_end": flow.translating,
+            "owned_shards": sorted(flow.lease.owned),
+            "shards": flow.lease.shards,
+            "groups": len(flow.relevant_groups),
+            "partitions": flow.table.partition_count(flow.relevant_groups),
+            "checkpoints_written": flow.checkpoints_written,
+            "translation_misses": flow.misses,
+            "last_round_ms": flow.last_round_ms,
+        }
+        if flow.syncer is not None:
+            active = flow.syncer.active.states()
+            details["group_offset_sync"] = {
+                "partitions_moved": flow.syncer.partitions_synced,
+                "active_target_groups": len(active),
+                "active_target_groups_sample": dict(sorted(active.items())[:ACTIVE_SAMPLE]),
+            }
+        return state, flow.last_error, details
+
+    async def publish(self, state: State | None = None) -> None:
+        """Publish now; a failure is logged, never raised (status must not stop the work)."""
+        try:
+            await self._reporter.publish(state)
+        except Exception as exc:
+            self._log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)

@@ -1,0 +1,76 @@
+"""Write MM2 heartbeats of one pair X->Y into `heartbeats` on Y (compacted, one partition, as MM2 creates it)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from services.heartbeat.metrics import HeartbeatMetrics
+from shared.config import FlowConfig
+from shared.errors import StraitError
+from shared.flow_topics import FlowTopics
+from shared.kafka.factories import confluent_admin
+from shared.kafka.record_writer import RecordWriter
+from shared.kafka.topics import ensure_internal_topic_async
+from shared.records import Heartbeat
+
+
+class HeartbeatEmitter:
+    """One heartbeat per `emit.heartbeats.interval.seconds`; failures are counted and logged when they change."""
+
+    def __init__(self, pair: FlowConfig, metrics: HeartbeatMetrics) -> None:
+        self.pair = pair
+        self.cluster = pair.target
+        self.topic = FlowTopics.for_flow(pair).policy.heartbeats_topic()
+        self.interval_s = float(pair.settings.emit_heartbeats_interval_s)
+        self._metrics = metrics
+        self._writer: RecordWriter | None = None
+        self.emitted = 0
+        self.last_emit_ms: int | None = None
+        self.last_error: str | None = None
+        self.log = structlog.get_logger("heartbeat").bind(pair=pair.name, cluster=self.cluster)
+
+    async def emit(self) -> None:
+        """Create the topic and the producer if needed, then write one heartbeat and wait for its ack."""
+        try:
+            if self._writer is None:
+                admin = confluent_admin(self.pair.target_admin_props())
+                replication_factor = self.pair.settings.heartbeats_topic_replication_factor
+                await ensure_internal_topic_async(admin, self.topic, replication_factor=replication_factor)
+                self._writer = RecordWriter(self.cluster, self.pair.target_producer_props())
+                self.log.info("emitting_heartbeats", topic=self.topic, interval_s=self.interval_s)
+            now_ms = int(time.time() * 1000)
+            heartbeat = Heartbeat(self.pair.source, self.pair.target, now_ms)
+            timeout_s = max(self.interval_s * 5, 10.0)
+            records = [(heartbeat.record_key(), heartbeat.record_value())]
+            await asyncio.to_thread(self._writer.write, self.topic, records, timeout_s=timeout_s)
+        except StraitError as exc:
+            self._metrics.emit_errors.labels(self.pair.name).inc()
+            if str(exc) != self.last_error:
+                self.log.warning("heartbeat_emit_failed", error=str(exc), retriable=exc.retriable)
+            self.last_error = str(exc)
+            return
+        if self.last_error is not None:
+            self.log.info("heartbeat_emit_recovered")
+        self.last_error = None
+        self.emitted += 1
+        self.last_emit_ms = now_ms
+        self._metrics.emitted.labels(self.pair.name).inc()
+
+    def details(self) -> dict[str, object]:
+        """Figures for the status record."""
+        return {
+            "cluster": self.cluster,
+            "topic": self.topic,
+            "emitted": self.emitted,
+            "last_emit_ts": self.last_emit_ms,
+            "error": self.last_error,
+        }
+
+    async def close(self) -> None:
+        """Deliver what is queued and let the producer go."""
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.close)
+            self._writer = None

@@ -1,0 +1,83 @@
+"""The status record of one served flow of the heartbeat service, on `strait.status.internal` of its target."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from services.heartbeat.emitter import HeartbeatEmitter
+from services.heartbeat.monitor import FlowMonitor
+from shared.config import FlowConfig
+from shared.control import ControlPublisher, StatusReporter
+from shared.control.status_reporter import State
+
+SERVICE = "heartbeat"
+
+
+class FlowStatusReporter:
+    """Keyed `<instance>/<flow>`; degraded with reason "stalled" while mirrored heartbeats stopped arriving."""
+
+    def __init__(
+        self,
+        flow: FlowConfig,
+        instance_id: str,
+        monitor: FlowMonitor | None,
+        emitters: Sequence[HeartbeatEmitter],
+    ) -> None:
+        self.flow = flow
+        self.monitor = monitor
+        # The pairs that write into this flow's clusters: the reverse pair fills the source's heartbeats.
+        self._emitters = [e for e in emitters if e.cluster in (flow.source, flow.target)]
+        replication_factor = flow.settings.heartbeats_topic_replication_factor
+        self.publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
+        self.opened = False
+        self.instance = f"{instance_id}/{flow.name}"
+        self._reporter = StatusReporter(
+            [self.publisher], service=SERVICE, instance=self.instance, flow=flow.name, snapshot=self.snapshot
+        )
+        self._open_error: str | None = None
+        self._lock = asyncio.Lock()  # the liveness check and the periodic status both publish
+        self.log = structlog.get_logger(SERVICE).bind(flow=flow.name)
+
+    def snapshot(self) -> tuple[State, str | None, dict[str, Any]]:
+        """State, last error and figures as this process sees them now."""
+        details: dict[str, Any] = {"emitting": {e.pair.name: e.details() for e in self._emitters}}
+        errors = [f"{e.pair.name}: {e.last_error}" for e in self._emitters if e.last_error]
+        state: State = "running"
+        if self.monitor is None:
+            details["liveness"] = "not watched (no heartbeats reach the source, or heartbeats are not replicated)"
+        else:
+            details.update(self.monitor.details())
+            if self.monitor.state == "stalled":
+                state = "degraded"
+                details["reason"] = "stalled"
+            elif self.monitor.state == "waiting":
+                state = "starting"
+        if errors and state == "running":
+            state = "degraded"
+        return state, errors[0] if errors else None, details
+
+    async def publish(self, state: State | None = None) -> None:
+        """Open the publisher if needed, then publish; failures are logged when they change, never raised."""
+        try:
+            async with self._lock:
+                if not self.opened:
+                    await self.publisher.start()
+                    self.opened = True
+                await self._reporter.publish(state)
+        except Exception as exc:  # status is best effort: a broker hiccup must not stop the heartbeats
+            if str(exc) != self._open_error:
+                self.log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)
+            self._open_error = str(exc)
+            return
+        self._open_error = None
+
+    async def close(self) -> None:
+        """Publish the final "stopped" status and disconnect."""
+        if self.opened:
+            await self.publish("stopped")
+            await self.publisher.stop()
+            self.opened = False

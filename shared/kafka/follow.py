@@ -1,0 +1,127 @@
+"""Follow partition 0 of one topic from its beginning, forever, without a consumer group (asyncio, aiokafka).
+
+MM2's internal topics (checkpoints, offset syncs, heartbeats) and Strait's status topic are read this way:
+an index is rebuilt from the whole log at start, then kept current. `caught_up` turns true once the log
+was read up to the end offset seen when reading started (a topic that does not exist yet counts as read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from shared.errors import KafkaOperationError
+from shared.kafka.errors import translate_kafka_error
+from shared.kafka.factories import aio_consumer
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class FollowedRecord:
+    """One record of a followed topic, as raw bytes; `timestamp_ms` is the record's timestamp."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+
+
+RecordsHandler = Callable[[Sequence[FollowedRecord]], None]
+
+
+class TopicFollower:
+    """Reads `topic` partition 0 on one cluster and hands every record, in log order, to `handle`.
+
+    Connection failures are reported to `on_error` and retried after `retry_s`, resuming after the last
+    record handled, so `handle` sees each offset once per follower. An exception from `handle` is not a
+    Kafka failure: it ends `run()` (and with it the service task that runs it).
+    """
+
+    def __init__(
+        self,
+        props: Mapping[str, str],
+        topic: str,
+        handle: RecordsHandler,
+        *,
+        on_caught_up: Callable[[], None] | None = None,
+        on_error: Callable[[KafkaOperationError], None] | None = None,
+        retry_s: float = 2.0,
+        poll_timeout_ms: int = 500,
+    ) -> None:
+        # Positions are this follower's own (no group): the auto-commit setting does not apply.
+        self._props = {key: value for key, value in props.items() if key != "enable.auto.commit"}
+        self.topic = topic
+        self._handle = handle
+        self._on_caught_up = on_caught_up
+        self._on_error = on_error
+        self._retry_s = retry_s
+        self._poll_timeout_ms = poll_timeout_ms
+        self._next_offset: int | None = None
+        self._caught_up = asyncio.Event()
+        self.records_read = 0
+
+    @property
+    def caught_up(self) -> bool:
+        """True once the topic was read to its end at least once (or found missing)."""
+        return self._caught_up.is_set()
+
+    async def wait_caught_up(self) -> None:
+        """Wait until `caught_up`."""
+        await self._caught_up.wait()
+
+    async def run(self) -> None:
+        """Follow until cancelled."""
+        while True:
+            try:
+                await self._follow()
+            except KafkaError as exc:
+                error = translate_kafka_error(exc, operation="follow topic", resource=self.topic)
+                _log.warning("follow_failed", topic=self.topic, error=str(error))
+                if self._on_error is not None:
+                    self._on_error(error)
+                await asyncio.sleep(self._retry_s)
+
+    def _mark_caught_up(self) -> None:
+        if not self._caught_up.is_set():
+            self._caught_up.set()
+            _log.info("topic_caught_up", topic=self.topic, records=self.records_read)
+            if self._on_caught_up is not None:
+                self._on_caught_up()
+
+    async def _follow(self) -> None:
+        consumer = aio_consumer(self._props, enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            await self._wait_for_topic(consumer)
+            partition = TopicPartition(self.topic, 0)
+            consumer.assign([partition])
+            if self._next_offset is None:
+                await consumer.seek_to_beginning(partition)
+            else:
+                consumer.seek(partition, self._next_offset)
+            end = (await consumer.end_offsets([partition]))[partition]
+            while True:
+                if not self.caught_up and await consumer.position(partition) >= end:
+                    self._mark_caught_up()
+                batches = await consumer.getmany(partition, timeout_ms=self._poll_timeout_ms)
+                records = batches.get(partition)
+                if records:
+                    self._handle(
+                        [FollowedRecord(r.offset, r.key, r.value, r.timestamp) for r in records],
+                    )
+                    self.records_read += len(records)
+                    self._next_offset = records[-1].offset + 1
+        finally:
+            await consumer.stop()
+
+    async def _wait_for_topic(self, consumer: AIOKafkaConsumer) -> None:
+        """Until the topic exists: it has nothing to read, so it counts as caught up."""
+        while self.topic not in await consumer.topics():
+            self._mark_caught_up()
+            await asyncio.sleep(self._retry_s)

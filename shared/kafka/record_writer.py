@@ -1,0 +1,68 @@
+"""Write raw records to one partition and wait for every acknowledgement (MM2's internal topics: checkpoints,
+heartbeats). Blocking (confluent-kafka, idempotent, acks=all); call through `asyncio.to_thread`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message
+
+from shared.errors import KafkaOperationError
+from shared.kafka.cluster_errors import cluster_error
+from shared.kafka.factories import confluent_producer
+
+RawRecord = tuple[bytes, bytes]
+
+
+class RecordWriter:
+    """One producer to the cluster called `cluster`; `write` is not meant for concurrent callers."""
+
+    def __init__(self, cluster: str, props: Mapping[str, str], **extra: Any) -> None:
+        self.cluster = cluster
+        settings = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, **extra}
+        self._producer = confluent_producer(props, **settings)
+
+    def write(
+        self, topic: str, records: Sequence[RawRecord], *, partition: int = 0, timeout_s: float = 30
+    ) -> list[int]:
+        """Produce `records` (key, value) in order; return the offset each got. Raises KafkaOperationError."""
+        offsets = [-1] * len(records)
+        failures: list[KafkaError] = []
+
+        def delivered(index: int) -> Any:
+            def report(error: KafkaError | None, message: Message) -> None:
+                if error is not None:
+                    failures.append(error)
+                else:
+                    offsets[index] = message.offset() or 0
+
+            return report
+
+        for index, (key, value) in enumerate(records):
+            while True:
+                try:
+                    self._producer.produce(
+                        topic, value=value, key=key, partition=partition, on_delivery=delivered(index)
+                    )
+                    break
+                except BufferError:
+                    self._producer.poll(0.1)  # the local queue is full: let deliveries drain it
+                except KafkaException as exc:
+                    raise cluster_error(exc, cluster=self.cluster, operation="produce", resource=topic) from exc
+            self._producer.poll(0)
+        remaining = self._producer.flush(timeout_s)
+        if remaining:
+            raise KafkaOperationError(
+                f"cluster {self.cluster}: produce to {topic} failed: "
+                f"{remaining} records not acknowledged in {timeout_s}s",
+                operation="produce",
+            )
+        if failures:
+            failure = KafkaException(failures[0])
+            raise cluster_error(failure, cluster=self.cluster, operation="produce", resource=topic) from failure
+        return offsets
+
+    def close(self, timeout_s: float = 10) -> None:
+        """Deliver what is queued (bounded) and let the producer go."""
+        self._producer.flush(timeout_s)
