@@ -88,6 +88,10 @@ class ShardLease:
             replication_factor=self._replication_factor,
             configs={"retention.ms": "3600000"},
         )
+        await self._join()
+        self._task = asyncio.create_task(self._keep_membership(), name=f"lease:{self.group_id}")
+
+    async def _join(self) -> None:
         self._consumer = aio_consumer(
             self._props,
             group_id=self.group_id,
@@ -99,12 +103,25 @@ class ShardLease:
         )
         await self._consumer.start()
         self._consumer.subscribe([self.topic], listener=_Listener(self))
-        self._task = asyncio.create_task(self._keep_membership(), name=f"lease:{self.group_id}")
 
     async def _keep_membership(self) -> None:
-        assert self._consumer is not None
+        """Poll so the group keeps us; after an error give the shards up (no double work) and rejoin."""
         while True:
-            await self._consumer.getmany(timeout_ms=1000)
+            try:
+                if self._consumer is None:
+                    await self._join()
+                assert self._consumer is not None
+                await self._consumer.getmany(timeout_ms=1000)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # aiokafka errors while the cluster is unreachable or rebalancing
+                _log.warning("lease_membership_error", group=self.group_id, error=repr(exc))
+                self._set_owned(frozenset())
+                consumer, self._consumer = self._consumer, None
+                if consumer is not None:
+                    with contextlib.suppress(Exception):
+                        await consumer.stop()
+                await asyncio.sleep(1)
 
     async def stop(self) -> None:
         """Leave the group so another instance takes over at once; safe to call twice."""

@@ -142,6 +142,17 @@ class MirrorDriver:
     def _apply_partition(self, state: PartitionState, result: PartitionResult, seconds: float) -> None:
         labels = (state.flow, state.remote_topic, str(state.partition))
         metrics = self.metrics
+        _log.debug(
+            "partition_epoch",
+            topic=state.source_topic,
+            partition=state.partition,
+            start=result.start_offset,
+            next=result.next_offset,
+            records=result.records,
+            first=result.first_sync,
+            last=result.last_sync,
+            failed=result.failed_offset,
+        )
         if result.expired_records:
             metrics.records_expired.labels(*labels).inc(result.expired_records)
             _log.warning(

@@ -99,6 +99,7 @@ class _TaskRun:
         self.consumer = cached_consumer(spec.source_consumer, group_id=f"strait-data-mirror.{spec.flow}")
         self.producer = cached_producer(spec.target_producer, _Router.on_delivery, self.transactional_id)
         self.in_transaction = False
+        self.client_error: KafkaError | None = None
 
     # -- set-up ------------------------------------------------------------------------------------
     def _resolve_starts(self) -> None:
@@ -141,10 +142,14 @@ class _TaskRun:
                 self.in_transaction = True
             if assignment:
                 self.consumer.assign(assignment)
+                # A cached consumer remembers partitions paused by an earlier epoch; start every epoch unpaused.
+                self.consumer.resume(assignment)
                 self._copy_until(time.monotonic() + self.spec.epoch_ms / 1000)
             return self._commit()
         finally:
             _Router.current = None
+            if assignment:
+                self.consumer.resume(assignment)
             self.consumer.unassign()
 
     def _copy_until(self, deadline: float) -> None:
@@ -195,8 +200,11 @@ class _TaskRun:
                         break
                     except BufferError:
                         self.producer.poll(0.05)
-                    except KafkaException as exc:  # refused before sending, e.g. larger than the client allows
-                        part.fail(offset, _describe(exc))
+                    except KafkaException as exc:
+                        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                        if error is None or not _refuses_record(error):
+                            raise  # the producer itself is broken (fenced, fatal): retry the epoch
+                        part.fail(offset, _describe(exc))  # refused before sending, e.g. too large for the client
                         self._pause(part)
                         break
                 if part.paused:
@@ -225,7 +233,10 @@ class _TaskRun:
             return
         upstream = part.in_flight.popleft()
         if err is not None:
-            part.fail(upstream, f"{err.name()}: {err.str()}")
+            if _refuses_record(err):
+                part.fail(upstream, f"{err.name()}: {err.str()}")
+            elif self.client_error is None:
+                self.client_error = err  # not about this record: the whole epoch is retried
             return
         if part.result.failed_offset is not None and upstream > part.result.failed_offset:
             return
@@ -247,6 +258,8 @@ class _TaskRun:
         remaining = self.producer.flush(FLUSH_TIMEOUT_S)
         if remaining:
             raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, f"{remaining} records not acknowledged"))
+        if self.client_error is not None:
+            raise KafkaException(self.client_error)
         failed = any(p.result.failed_offset is not None for p in self.parts.values())
         if self.in_transaction and failed:
             self.producer.abort_transaction(FLUSH_TIMEOUT_S)
@@ -326,6 +339,36 @@ class _TaskRun:
             with contextlib.suppress(KafkaException):
                 self.producer.abort_transaction(10)
         forget_producer(self.spec.target_producer, _Router.on_delivery, self.transactional_id)
+
+
+def _refuses_record(error: KafkaError) -> bool:
+    """True when the target refused this record itself (size, format, permission, missing topic).
+
+    Such a record stops its partition; anything else (a fenced or fatal producer, timeouts, transient broker
+    errors) fails the task's epoch, which the driver retries from the committed progress.
+    """
+    return not (error.fatal() or error.retriable() or error.code() in _NOT_ABOUT_THE_RECORD)
+
+
+_NOT_ABOUT_THE_RECORD = frozenset(
+    {
+        KafkaError._FENCED,
+        KafkaError._FATAL,
+        KafkaError._STATE,
+        KafkaError._PURGE_QUEUE,
+        KafkaError._PURGE_INFLIGHT,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._DESTROY,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_TXN_STATE,
+        KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        KafkaError.UNKNOWN_PRODUCER_ID,
+    }
+)
 
 
 def _record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:

@@ -79,10 +79,12 @@ class ServiceProcess:
             raise AssertionError(f"{self.package} did not stop within {timeout_s}s; tail:\n{self.tail()}") from None
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (the service and, for data-mirror, Spark's JVM), as a crash would."""
+        """SIGKILL the service and every descendant (Spark's JVM and its Python workers), as a crash would."""
         if self.popen is not None and self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
+            victims = [self.popen.pid, *_descendants(self.popen.pid)]
+            for pid in victims:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             self.popen.wait(timeout=30)
 
     def __enter__(self) -> ServiceProcess:
@@ -94,3 +96,24 @@ class ServiceProcess:
                 self.stop()
             finally:
                 self.kill()
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` (PySpark's worker daemon leaves its parent's process group)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(") ", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
