@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli import demo, failover, status, translate
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.errors import ConfigError
 
@@ -76,3 +77,7 @@ def config_summary(config: MirrorMakerConfig) -> dict[str, Any]:
         ],
         "ignored_keys": sorted(config.ignored_keys),
     }
+
+
+for _commands in (status, translate, failover, demo):
+    _commands.register(app)

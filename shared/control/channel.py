@@ -57,10 +57,10 @@ class ControlPublisher:
         await self._producer.send_and_wait(STATUS_TOPIC, encode_event(status), key=event_key(status))
 
     async def stop(self) -> None:
-        """Flush and close; safe to call twice."""
-        if self._started:
-            self._started = False
-            await self._producer.stop()
+        """Flush and close; safe to call twice, and after a start that failed or never happened."""
+        # The producer is closed even if never started: aiokafka warns about every unclosed producer.
+        self._started = False
+        await self._producer.stop()
 
 
 async def follow_events(

@@ -20,6 +20,7 @@ from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import aio_consumer
 
 _log = structlog.get_logger(__name__)
+MAX_RETRY_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,16 +77,20 @@ class TopicFollower:
         await self._caught_up.wait()
 
     async def run(self) -> None:
-        """Follow until cancelled."""
+        """Follow until cancelled; after a failure wait `retry_s`, doubling up to `MAX_RETRY_S` while it persists."""
+        delay = self._retry_s
         while True:
+            read_before = self.records_read
             try:
                 await self._follow()
             except KafkaError as exc:
                 error = translate_kafka_error(exc, operation="follow topic", resource=self.topic)
-                _log.warning("follow_failed", topic=self.topic, error=str(error))
+                _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=delay)
                 if self._on_error is not None:
                     self._on_error(error)
-                await asyncio.sleep(self._retry_s)
+            progressed = self.records_read > read_before
+            await asyncio.sleep(self._retry_s if progressed else delay)
+            delay = self._retry_s if progressed else min(delay * 2, MAX_RETRY_S)
 
     def _mark_caught_up(self) -> None:
         if not self._caught_up.is_set():
@@ -96,8 +101,8 @@ class TopicFollower:
 
     async def _follow(self) -> None:
         consumer = aio_consumer(self._props, enable_auto_commit=False, auto_offset_reset="earliest")
-        await consumer.start()
         try:
+            await consumer.start()
             await self._wait_for_topic(consumer)
             partition = TopicPartition(self.topic, 0)
             consumer.assign([partition])

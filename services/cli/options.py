@@ -1,0 +1,20 @@
+"""Options shared by the `strait` sub-commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="MM2-format properties file")]
+TranslatorOption = Annotated[
+    str | None, typer.Option("--translator", help="offset translator URL, e.g. http://127.0.0.1:8080")
+]
+TokenOption = Annotated[
+    str | None, typer.Option("--token", envvar="STRAIT_TRANSLATOR_TOKEN", help="the translator's bearer token")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+GroupOption = Annotated[str, typer.Option("--group", help="the consumer group")]
+SourceOption = Annotated[str, typer.Option("--from", help="alias of the cluster the group consumed from")]
+TargetOption = Annotated[str, typer.Option("--to", help="alias of the cluster the group moves to")]

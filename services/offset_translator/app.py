@@ -1,0 +1,131 @@
+"""`create_app`: the translator's FastAPI application (API under /v1, probes, /metrics) around its index."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import APIRouter, Depends, FastAPI
+from fastapi.openapi.utils import get_openapi
+from prometheus_client import CollectorRegistry
+
+from services.offset_translator import api, ops, problems
+from services.offset_translator.auth import TokenCheck, require_token
+from services.offset_translator.failover import FailoverExecutor
+from services.offset_translator.flows import selected_flows
+from services.offset_translator.index import TranslatorIndex
+from services.offset_translator.metrics import IndexCollector, MetricsMiddleware, TranslatorMetrics
+from services.offset_translator.models import Problem
+from services.offset_translator.service import TranslatorService, build_index
+from services.offset_translator.settings import TranslatorSettings
+from shared.config import MirrorMakerConfig
+from shared.control.events import now_ms
+from shared.errors import ConfigError
+
+API_VERSION = "1.0.0"
+_log = structlog.get_logger("strait-offset-translator")
+_FAMILIES: dict[str, APIRouter] = {
+    "flows": api.flows,
+    "offsets": api.offsets,
+    "translate": api.translate,
+    "topology": api.topology,
+    "status": api.status,
+    "failover": api.failover,
+    "metrics": ops.metrics,
+}
+
+
+def _token_check(settings: TranslatorSettings) -> TokenCheck:
+    try:
+        token = settings.token()
+    except OSError as exc:
+        raise ConfigError(
+            f"translator_token_file {settings.translator_token_file}: cannot read it ({exc.strerror})",
+            key="translator_token_file",
+            value=str(settings.translator_token_file),
+        ) from exc
+    if settings.protected_endpoints and token is None:
+        raise ConfigError(
+            "protected_endpoints is set but no token is: set STRAIT_TRANSLATOR_TOKEN or STRAIT_TRANSLATOR_TOKEN_FILE",
+            key="protected_endpoints",
+            value=settings.protected_endpoints,
+        )
+    return TokenCheck(token, settings.protected())
+
+
+def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """The generated schema plus the Problem schema every error response refers to."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(problem.pop("$defs", {}))
+            components["Problem"] = problem
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    return build
+
+
+def create_app(
+    settings: TranslatorSettings,
+    config: MirrorMakerConfig,
+    *,
+    registry: CollectorRegistry | None = None,
+    index: TranslatorIndex | None = None,
+    follow: bool = True,
+    clock: Callable[[], int] = now_ms,
+) -> FastAPI:
+    """The application for the served flows; with `follow`, its lifespan runs the feeds that fill the index.
+
+    Pass `index` (and `follow=False`) to serve an index filled some other way, e.g. by a test.
+    """
+    flows = selected_flows(config, settings.flows)
+    index = index if index is not None else build_index(config, flows)
+    service = TranslatorService(settings, config, flows, index) if follow else None
+    registry = registry if registry is not None else CollectorRegistry()
+    token_check = _token_check(settings)
+    metrics = TranslatorMetrics(registry)
+    registry.register(IndexCollector(index))
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if service is not None:
+            await service.start()
+            _log.info("service_started", instance=settings.instance_id, flows=[f.name for f in flows])
+        try:
+            yield
+        finally:
+            if service is not None:
+                await service.stop()
+
+    app = FastAPI(
+        title="Strait offset translator",
+        version=API_VERSION,
+        description="Where consumer groups resume after failover, offset translation, replication topology and "
+        "status, over MM2-compatible checkpoints and offset syncs.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.index = index
+    app.state.service = service
+    app.state.registry = registry
+    app.state.clock = clock
+    app.state.token_check = token_check
+    app.state.metrics = metrics
+    admin_props = {flow.target: flow.target_admin_props() for flow in flows}
+    app.state.failover = FailoverExecutor(admin_props, timeout_s=settings.failover_timeout_s)
+    problems.install(app)
+    app.include_router(ops.probes)
+    for family, router in _FAMILIES.items():
+        if token_check.is_protected(family):
+            app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))
+        else:
+            app.include_router(router)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.openapi = _openapi(app)  # type: ignore[method-assign]
+    return app

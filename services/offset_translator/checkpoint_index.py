@@ -1,0 +1,72 @@
+"""Latest checkpoint per (flow, group, remote topic-partition), in the order read from the checkpoints topics.
+
+Latest in log order, not the largest offset: exactly what MM2's `RemoteClusterUtils.translateOffsets`
+returns after reading the same topic (a checkpoint after an upstream rewind may lower the offset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared.records.checkpoint import Checkpoint
+
+FlowKey = tuple[str, str]
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedCheckpoint:
+    """A checkpoint and when it arrived on the checkpoints topic (record timestamp, epoch ms)."""
+
+    checkpoint: Checkpoint
+    timestamp_ms: int
+
+
+class CheckpointIndex:
+    """(source, target) -> group -> (remote topic, partition) -> latest IndexedCheckpoint.
+
+    Reads are O(partitions of the group) and do no I/O; `apply` is called from the feed, on the same loop.
+    """
+
+    def __init__(self) -> None:
+        self._flows: dict[FlowKey, dict[str, dict[TopicPartition, IndexedCheckpoint]]] = {}
+        self._count: dict[FlowKey, int] = {}
+        # A group's partitions in (topic, partition) order, rebuilt only when the group gains a partition.
+        self._order: dict[tuple[FlowKey, str], list[TopicPartition]] = {}
+
+    def apply(self, flow: FlowKey, checkpoint: Checkpoint, timestamp_ms: int) -> None:
+        """Record `checkpoint` as the latest for its group and partition on `flow`."""
+        groups = self._flows.setdefault(flow, {})
+        partitions = groups.setdefault(checkpoint.group, {})
+        key = (checkpoint.topic, checkpoint.partition)
+        if key not in partitions:
+            self._count[flow] = self._count.get(flow, 0) + 1
+            self._order.pop((flow, checkpoint.group), None)
+        partitions[key] = IndexedCheckpoint(checkpoint, timestamp_ms)
+
+    def group(self, flow: FlowKey, group: str) -> Mapping[TopicPartition, IndexedCheckpoint] | None:
+        """The group's checkpoints on `flow`, or None if none was seen."""
+        return self._flows.get(flow, {}).get(group)
+
+    def sorted_group(self, flow: FlowKey, group: str) -> list[tuple[TopicPartition, IndexedCheckpoint]] | None:
+        """The group's checkpoints on `flow` in (topic, partition) order, or None if none was seen."""
+        partitions = self._flows.get(flow, {}).get(group)
+        if partitions is None:
+            return None
+        order = self._order.get((flow, group))
+        if order is None:
+            order = self._order[(flow, group)] = sorted(partitions)
+        return [(key, partitions[key]) for key in order]
+
+    def groups(self, flow: FlowKey) -> Mapping[str, Mapping[TopicPartition, IndexedCheckpoint]]:
+        """Every group with checkpoints on `flow` (read-only view)."""
+        return self._flows.get(flow, {})
+
+    def group_count(self, flow: FlowKey) -> int:
+        """How many groups have checkpoints on `flow`."""
+        return len(self._flows.get(flow, {}))
+
+    def checkpoint_count(self, flow: FlowKey) -> int:
+        """How many group-partitions have a checkpoint on `flow`."""
+        return self._count.get(flow, 0)

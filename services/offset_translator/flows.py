@@ -1,0 +1,91 @@
+"""Which flows the translator serves and where each flow's internal topics live (MM2 names, per its policy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.config import FlowConfig, MirrorMakerConfig
+from shared.errors import ConfigError
+from shared.replication_policy import ReplicationPolicy, replication_policy_for
+
+FlowKey = tuple[str, str]
+
+
+def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
+    """The flow's replication policy, built as MM2's connectors build it (with the source alias)."""
+    settings = flow.settings
+    return replication_policy_for(
+        settings.replication_policy_class,
+        separator=settings.replication_policy_separator,
+        internal_topic_separator_enabled=settings.internal_topic_separator_enabled,
+        source_cluster_alias=flow.source,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ServedFlow:
+    """One flow and the names and places of the topics the translator follows for it."""
+
+    source: str
+    target: str
+    policy: ReplicationPolicy
+    checkpoints_topic: str
+    offset_syncs_topic: str
+    offset_syncs_cluster: str
+    heartbeats_topic: str
+
+    @property
+    def key(self) -> FlowKey:
+        """(source, target)."""
+        return (self.source, self.target)
+
+    @property
+    def name(self) -> str:
+        """`source->target`."""
+        return f"{self.source}->{self.target}"
+
+    @classmethod
+    def of(cls, flow: FlowConfig) -> ServedFlow:
+        """Topic names from the flow's settings: checkpoints on the target, offset syncs per their location."""
+        policy = flow_policy(flow)
+        on_source = flow.settings.offset_syncs_topic_location == "source"
+        return cls(
+            source=flow.source,
+            target=flow.target,
+            policy=policy,
+            checkpoints_topic=policy.checkpoints_topic(flow.source),
+            offset_syncs_topic=policy.offset_syncs_topic(flow.target if on_source else flow.source),
+            offset_syncs_cluster=flow.source if on_source else flow.target,
+            heartbeats_topic=policy.format_remote_topic(flow.source, policy.heartbeats_topic()),
+        )
+
+
+def selected_flows(config: MirrorMakerConfig, selection: str = "") -> tuple[FlowConfig, ...]:
+    """The flows named in `selection` ("A->B,B->A"), or every enabled flow when it is empty.
+
+    A named flow need not be enabled: its checkpoints may outlive its replication (after a failover).
+    """
+    names = [name.strip() for name in selection.split(",") if name.strip()]
+    if not names:
+        if not config.enabled_flows:
+            raise ConfigError("no enabled flow in the config: set <source>-><target>.enabled=true or choose --flows")
+        return config.enabled_flows
+    flows = tuple(config.flow_named(name) for name in names)
+    if len({flow.name for flow in flows}) != len(flows):
+        raise ConfigError(f"flows {selection!r} names a flow twice", key="flows", value=selection)
+    return flows
+
+
+def cluster_policy(config: MirrorMakerConfig, alias: str) -> ReplicationPolicy:
+    """The policy that reads topic names on cluster `alias`: that of a flow into it (as MirrorClient's config)."""
+    into = [flow for flow in config.flows if flow.target == alias]
+    chosen = next((flow for flow in into if flow.enabled), into[0] if into else None)
+    if chosen is None:
+        return replication_policy_for("default")
+    settings = chosen.settings
+    # Like MirrorClient, which has no source alias: identity names are then never read as remote.
+    return replication_policy_for(
+        settings.replication_policy_class,
+        separator=settings.replication_policy_separator,
+        internal_topic_separator_enabled=settings.internal_topic_separator_enabled,
+    )

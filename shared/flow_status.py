@@ -1,0 +1,145 @@
+"""A flow's replication status, summarised from its instances' ServiceStatus records (`strait status`, translator).
+
+Services may report these optional figures in `ServiceStatus.details`:
+- `records_behind` (int): source records not yet mirrored by this instance (summed over instances);
+- `topics` (int): topics this instance serves (the largest count is shown);
+- `stalled_partitions` (list of "topic-partition"): partitions behind that made no progress lately;
+- `heartbeat_age_s` (number): age of the newest mirrored heartbeat the instance saw.
+A status is stale when it is older than `stale_after_s`: its instance stopped reporting without saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.control.events import ServiceStatus
+
+FlowState = Literal["running", "starting", "paused", "degraded", "failed", "stopped", "unknown"]
+STALE_AFTER_S_DEFAULT = 30.0
+# Worst first: the flow takes the worst state among its live instances.
+_SEVERITY: tuple[FlowState, ...] = ("failed", "degraded", "paused", "starting", "running")
+
+
+class InstanceSummary(BaseModel):
+    """One service instance's latest status as an operator reads it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    service: str
+    instance: str
+    state: str = Field(description="as reported: starting, running, paused, degraded, stopped, failed")
+    stale: bool = Field(description="no status within the staleness window: the instance may be gone")
+    age_s: float = Field(description="seconds since the instance reported this status")
+    release: str = ""
+    started_ts: int = 0
+    last_error: str | None = None
+    records_behind: int | None = None
+    topics: int | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class FlowStatus(BaseModel):
+    """Replication status of one flow (source->target)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flow: str
+    source: str
+    target: str
+    state: FlowState
+    instances: list[InstanceSummary]
+    records_behind: int | None = Field(default=None, description="sum over live instances that report it")
+    topics: int | None = None
+    heartbeat_age_s: float | None = Field(default=None, description="age of the newest mirrored heartbeat")
+    stalled_partitions: list[str] = Field(default_factory=list)
+    last_errors: list[str] = Field(default_factory=list)
+
+
+def _int(details: Mapping[str, Any], key: str) -> int | None:
+    value = details.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _summarize_instance(status: ServiceStatus, now_ms: int, stale_after_s: float) -> InstanceSummary:
+    age_s = max(0.0, (now_ms - status.ts) / 1000)
+    return InstanceSummary(
+        service=status.service,
+        instance=status.instance,
+        state=status.state,
+        stale=status.state != "stopped" and age_s > stale_after_s,
+        age_s=round(age_s, 3),
+        release=status.release,
+        started_ts=status.started_ts,
+        last_error=status.last_error,
+        records_behind=_int(status.details, "records_behind"),
+        topics=_int(status.details, "topics"),
+        details=dict(status.details),
+    )
+
+
+def _flow_state(instances: list[InstanceSummary]) -> FlowState:
+    live = [i for i in instances if not i.stale and i.state != "stopped"]
+    live_services = {i.service for i in live}
+    missing = any(i.stale and i.service not in live_services for i in instances)
+    if not live:
+        if missing:
+            return "degraded"
+        return "stopped" if instances else "unknown"
+    states = {i.state for i in live}
+    if missing and "failed" not in states:
+        states.add("degraded")
+    return next((state for state in _SEVERITY if state in states), "unknown")
+
+
+def _heartbeat_age(live: list[InstanceSummary], heartbeat_ts_ms: int | None, now_ms: int) -> float | None:
+    if heartbeat_ts_ms is not None:
+        return round(max(0.0, (now_ms - heartbeat_ts_ms) / 1000), 3)
+    reported = [
+        float(age)
+        for age in (i.details.get("heartbeat_age_s") for i in live)
+        if isinstance(age, int | float) and not isinstance(age, bool)
+    ]
+    return min(reported) if reported else None
+
+
+def belongs_to_flow(status: ServiceStatus, flow: str) -> bool:
+    """True for a status of `flow` (spaces around the arrow ignored) or of a whole instance (empty flow)."""
+    return status.flow.replace(" ", "") in ("", flow)
+
+
+def summarize_flow(
+    source: str,
+    target: str,
+    statuses: Iterable[ServiceStatus],
+    *,
+    now_ms: int,
+    heartbeat_ts_ms: int | None = None,
+    stale_after_s: float = STALE_AFTER_S_DEFAULT,
+) -> FlowStatus:
+    """The status of flow source->target from the statuses read on the target (others are ignored)."""
+    flow = f"{source}->{target}"
+    instances = sorted(
+        (_summarize_instance(s, now_ms, stale_after_s) for s in statuses if belongs_to_flow(s, flow)),
+        key=lambda i: (i.service, i.instance),
+    )
+    live = [i for i in instances if not i.stale and i.state != "stopped"]
+    behind = [i.records_behind for i in live if i.records_behind is not None]
+    topics = [i.topics for i in live if i.topics is not None]
+    stalled = sorted(
+        {str(p) for i in live for p in (i.details.get("stalled_partitions") or ()) if isinstance(p, str | int)}
+    )
+    return FlowStatus(
+        flow=flow,
+        source=source,
+        target=target,
+        state=_flow_state(instances),
+        instances=instances,
+        records_behind=sum(behind) if behind else None,
+        topics=max(topics) if topics else None,
+        heartbeat_age_s=_heartbeat_age(live, heartbeat_ts_ms, now_ms),
+        stalled_partitions=stalled,
+        last_errors=[f"{i.service}/{i.instance}: {i.last_error}" for i in instances if i.last_error],
+    )

@@ -1,0 +1,36 @@
+"""How many records each topic holds so far (the sum of its partitions' end offsets), in one blocking call.
+
+For command-line views (`strait demo`); services track positions per partition instead."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from shared.kafka.errors import translate_kafka_error
+from shared.kafka.factories import confluent_consumer
+
+
+def topic_end_offsets(
+    props: Mapping[str, str], topics: Sequence[str], *, timeout_s: float = 10
+) -> dict[str, int | None]:
+    """topic -> sum of its partitions' end offsets; None for a topic that does not exist (yet)."""
+    consumer = confluent_consumer(props, **{"group.id": "strait-end-offsets", "enable.auto.commit": False})
+    try:
+        metadata = consumer.list_topics(timeout=timeout_s)
+        ends: dict[str, int | None] = {}
+        for topic in topics:
+            info = metadata.topics.get(topic)
+            if info is None or info.error is not None or not info.partitions:
+                ends[topic] = None
+                continue
+            ends[topic] = sum(
+                consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)[1]
+                for partition in info.partitions
+            )
+        return ends
+    except KafkaException as exc:
+        raise translate_kafka_error(exc, operation="list end offsets", resource=",".join(topics)) from exc
+    finally:
+        consumer.close()
