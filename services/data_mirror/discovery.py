@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from shared.config import FlowConfig
-from shared.filters import DefaultTopicFilter
+from shared.flow_topics import FlowTopics
 from shared.kafka.errors import translate_kafka_error
-from shared.replication_policy import ReplicationPolicy, replication_policy_for, should_replicate_topic
 
 LIST_TIMEOUT_S = 15
 
@@ -27,17 +26,6 @@ class MirroredTopic:
     remote_topic: str
     partitions: int
     source_partitions: int
-
-
-def policy_for(flow: FlowConfig) -> ReplicationPolicy:
-    """The flow's replication policy, configured as MM2 configures it for the flow's connectors."""
-    settings = flow.settings
-    return replication_policy_for(
-        settings.replication_policy_class,
-        separator=settings.replication_policy_separator,
-        internal_topic_separator_enabled=settings.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
-    )
 
 
 def _topic_partitions(admin: AdminClient, cluster: str) -> dict[str, int]:
@@ -69,23 +57,15 @@ def discover(
     flow: FlowConfig, source_admin: AdminClient, target_admin: AdminClient
 ) -> tuple[list[MirroredTopic], list[str]]:
     """(topics to mirror, source topics still waiting for their remote topic)."""
-    policy = policy_for(flow)
-    settings = flow.settings
-    topic_filter = DefaultTopicFilter(settings.topics, settings.topics_exclude)
+    rule = FlowTopics.for_flow(flow)
     source = _topic_partitions(source_admin, flow.source)
     target = _topic_partitions(target_admin, flow.target)
     mirrored: list[MirroredTopic] = []
     waiting: list[str] = []
     for topic, count in sorted(source.items()):
-        if not should_replicate_topic(
-            policy,
-            topic,
-            target_alias=flow.target,
-            topic_filter=topic_filter,
-            heartbeats_replication_enabled=settings.heartbeats_replication_enabled,
-        ):
+        if not rule.should_replicate(topic):
             continue
-        remote = policy.format_remote_topic(flow.source, topic)
+        remote = rule.remote_topic(topic)
         if remote not in target:
             waiting.append(topic)
             continue

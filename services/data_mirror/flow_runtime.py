@@ -7,11 +7,12 @@ import time
 
 import structlog
 
-from services.data_mirror.discovery import discover, max_message_bytes, policy_for
+from services.data_mirror.discovery import discover, max_message_bytes
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
 from shared.config import FlowConfig
 from shared.control import progress_topic
+from shared.flow_topics import FlowTopics
 from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
 
@@ -27,7 +28,7 @@ class FlowRuntime:
     def __init__(self, flow: FlowConfig, *, tasks: int) -> None:
         self.flow = flow
         settings = flow.settings
-        policy = policy_for(flow)
+        policy = FlowTopics.for_flow(flow).policy
         self.source_admin = confluent_admin(flow.source_admin_props())
         self.target_admin = confluent_admin(flow.target_admin_props())
         if settings.offset_syncs_topic_location == "source":

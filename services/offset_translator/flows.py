@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.errors import ConfigError
+from shared.flow_topics import FlowTopics
 from shared.replication_policy import ReplicationPolicy, replication_policy_for
 
 FlowKey = tuple[str, str]
@@ -13,13 +14,7 @@ FlowKey = tuple[str, str]
 
 def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
     """The flow's replication policy, built as MM2's connectors build it (with the source alias)."""
-    settings = flow.settings
-    return replication_policy_for(
-        settings.replication_policy_class,
-        separator=settings.replication_policy_separator,
-        internal_topic_separator_enabled=settings.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
-    )
+    return FlowTopics.for_flow(flow).policy
 
 
 @dataclass(frozen=True, slots=True)
