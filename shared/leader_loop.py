@@ -10,7 +10,6 @@ leadership change, and a last time as "stopped" from `close()`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 from collections.abc import Sequence
@@ -283,12 +282,4 @@ class LeaderLoop:
         self._lease.changed.clear()
         if self._stop.is_set() or self._lease.is_leader != self.is_leader or timeout_s <= 0:
             return
-        waiters = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self._lease.changed.wait())]
-        try:
-            await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-            for waiter in waiters:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiter
+        await self._lease.wait_change(self._stop, timeout_s)

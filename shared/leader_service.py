@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from shared.config import FlowConfig, MirrorMakerConfig
+from shared.control import ControlPublisher
 from shared.errors import ConfigError
-from shared.leader_loop import LeaderLoop
+from shared.leader_loop import LeaderJob, LeaderLoop, LeaderMetrics
 from shared.service import Service
 
 DRAIN_TIMEOUT_S = 30.0
@@ -68,3 +69,31 @@ class LeaderLoopService(Service):
         opened = all(loop.opened for loop in self.loops)
         leading = sorted(loop.flow.name for loop in self.loops if loop.is_leader)
         return ready and opened, {**details, "flows_opened": opened, "leading": leading}
+
+
+def leader_flow_loop(
+    service: str,
+    flow: FlowConfig,
+    *,
+    instance_id: str,
+    status_interval_s: float,
+    metrics: LeaderMetrics,
+    make_job: Callable[[ControlPublisher, float], LeaderJob],
+) -> LeaderLoop:
+    """The lease, control publisher and job of one flow; `make_job(publisher, admin_timeout_s)` builds the job.
+
+    Strait's own topics on the target (control, status, lease) are internal topics like the checkpoints one,
+    so they take its replication factor.
+    """
+    replication_factor = flow.settings.checkpoints_topic_replication_factor
+    publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
+    return LeaderLoop(
+        service=service,
+        flow=flow,
+        job=make_job(publisher, flow.settings.admin_timeout_ms / 1000),
+        publisher=publisher,
+        metrics=metrics,
+        instance_id=instance_id,
+        status_interval_s=status_interval_s,
+        replication_factor=replication_factor,
+    )

@@ -70,6 +70,18 @@ class ShardLease:
         """True if the shard of `key` (stable hash) is owned here."""
         return stable_shard(key, self.shards) in self.owned
 
+    async def wait_change(self, stop: asyncio.Event, timeout_s: float) -> None:
+        """Sleep up to `timeout_s`, waking early when `stop` is set or the owned shards change."""
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.changed.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            for waiter in waiters:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
+
     def _set_owned(self, owned: set[int] | frozenset[int]) -> None:
         before, self.owned = self.owned, frozenset(owned)
         if before != self.owned:

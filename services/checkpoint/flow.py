@@ -316,12 +316,4 @@ class FlowCheckpointer:
         self.lease.changed.clear()
         if self._stop.is_set() or timeout_s <= 0 or (owned is not None and self.lease.owned != owned):
             return
-        waiters = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self.lease.changed.wait())]
-        try:
-            await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-            for waiter in waiters:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiter
+        await self.lease.wait_change(self._stop, timeout_s)

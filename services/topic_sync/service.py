@@ -11,7 +11,7 @@ from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher
 from shared.kafka.topic_admin import TopicAdmin
 from shared.leader_loop import LeaderLoop
-from shared.leader_service import LeaderLoopService, selected_flows
+from shared.leader_service import LeaderLoopService, leader_flow_loop, selected_flows
 
 SERVICE = "topic-sync"
 
@@ -23,27 +23,24 @@ class TopicSyncService(LeaderLoopService):
 
 
 def flow_loop(flow: FlowConfig, settings: TopicSyncSettings, metrics: TopicSyncMetrics) -> LeaderLoop:
-    """The lease, control publisher and job of one flow (clients connect when the loop runs)."""
-    timeout_s = flow.settings.admin_timeout_ms / 1000
-    # Strait's own topics on the target (control, status, lease) are internal topics like the checkpoints one.
-    replication_factor = flow.settings.checkpoints_topic_replication_factor
-    publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
-    job = TopicSyncJob(
+    """The lease, status publisher and job of one flow (clients connect when the loop runs)."""
+
+    def make_job(publisher: ControlPublisher, timeout_s: float) -> TopicSyncJob:
+        return TopicSyncJob(
+            flow,
+            source=TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s),
+            target=TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s),
+            publisher=publisher,
+            metrics=metrics,
+        )
+
+    return leader_flow_loop(
+        SERVICE,
         flow,
-        source=TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s),
-        target=TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s),
-        publisher=publisher,
-        metrics=metrics,
-    )
-    return LeaderLoop(
-        service=SERVICE,
-        flow=flow,
-        job=job,
-        publisher=publisher,
-        metrics=metrics.common,
         instance_id=settings.instance_id,
         status_interval_s=settings.status_interval_s,
-        replication_factor=replication_factor,
+        metrics=metrics.common,
+        make_job=make_job,
     )
 
 
