@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of Strait and MirrorMaker 2 on the same local brokers (scripts/bench)."""
