@@ -4,7 +4,9 @@ Both providers are always available under the names `env` and `file`. A file may
 providers the Kafka way (`config.providers=secrets`, `config.providers.secrets.class=...FileConfigProvider`):
 such a name becomes an alias of the matching provider, and the providers' own parameters are honoured
 (`config.providers.<name>.param.allowed.paths` for files, `...param.allowlist.pattern` for the
-environment). Where Kafka leaves an unresolvable reference in place, Strait refuses the config.
+environment). A declared DirectoryConfigProvider (`${dir:/path/to/dir:file}`, as Kubernetes mounts secrets)
+reads the whole content of a regular file in that directory. Where Kafka leaves an unresolvable reference in
+place, Strait refuses the config.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ PROVIDERS_KEY = "config.providers"
 _REFERENCE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")
 _FILE_CLASSES = frozenset({"FileConfigProvider", "org.apache.kafka.common.config.provider.FileConfigProvider"})
 _ENV_CLASSES = frozenset({"EnvVarConfigProvider", "org.apache.kafka.common.config.provider.EnvVarConfigProvider"})
+_DIR_CLASSES = frozenset({"DirectoryConfigProvider", "org.apache.kafka.common.config.provider.DirectoryConfigProvider"})
 
 
 def is_provider_key(key: str) -> bool:
@@ -53,11 +56,13 @@ class _Resolver:
             if provider in self.unsupported:
                 raise fail(
                     f"config provider '{provider}' has class {self.unsupported[provider]}, "
-                    "but Strait supports only FileConfigProvider and EnvVarConfigProvider"
+                    "but Strait supports only FileConfigProvider, DirectoryConfigProvider and EnvVarConfigProvider"
                 )
             raise fail(f"unknown config provider '{provider}' (available: {', '.join(sorted(self.kinds))})")
         if kind == "env":
             return self._env(provider, path, name, fail)
+        if kind == "dir":
+            return self._directory(provider, path, name, fail)
         return self._file(provider, path, name, fail)
 
     def _env(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
@@ -70,14 +75,35 @@ class _Resolver:
             raise fail(f"environment variable {name} is not set")
         return self.env[name]
 
-    def _file(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
-        if not path:
-            raise fail(f"expected ${{{provider}:<path>:<key>}}")
+    def _check_allowed(self, provider: str, path: str, fail: Callable[[str], ConfigError]) -> None:
         allowed = self.allowed_paths.get(provider)
         if allowed is not None:
             normalised = PurePath(os.path.normpath(path))
             if not any(normalised.is_relative_to(root) for root in allowed):
                 raise fail(f"path {path} is outside {PROVIDERS_KEY}.{provider}.param.allowed.paths")
+
+    def _directory(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
+        """DirectoryConfigProvider: the key names a regular file directly inside `path`; its content is the value."""
+        if not path:
+            raise fail(f"expected ${{{provider}:<directory>:<file name>}}")
+        self._check_allowed(provider, path, fail)
+        if not os.path.isdir(path):
+            raise fail(f"{path} is not a directory")
+        target = os.path.join(path, name)
+        if "/" in name or name in (".", "..") or not os.path.isfile(target):
+            raise fail(f"no file '{name}' in {path}")
+        try:
+            with open(target, encoding="utf-8") as handle:
+                return handle.read()
+        except OSError as exc:
+            raise fail(f"cannot read {target} ({exc.strerror})") from exc
+        except UnicodeDecodeError as exc:  # the message would quote bytes of the secret
+            raise fail(f"{target} is not UTF-8 text") from exc
+
+    def _file(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
+        if not path:
+            raise fail(f"expected ${{{provider}:<path>:<key>}}")
+        self._check_allowed(provider, path, fail)
         if path not in self.files:
             try:
                 self.files[path] = load_properties_file(path)
@@ -123,12 +149,14 @@ def _configure(props: Mapping[str, str], env: Mapping[str, str]) -> _Resolver:
             resolver.kinds[name] = "file"
         elif class_name in _ENV_CLASSES:
             resolver.kinds[name] = "env"
+        elif class_name in _DIR_CLASSES:
+            resolver.kinds[name] = "dir"
         else:
             resolver.kinds.pop(name, None)
             resolver.unsupported[name] = class_name
     for name, kind in resolver.kinds.items():
         param = f"{prefix}{name}.param."
-        if kind == "file" and param + "allowed.paths" in props:
+        if kind in ("file", "dir") and param + "allowed.paths" in props:
             resolver.allowed_paths[name] = _allowed_paths(param + "allowed.paths", props[param + "allowed.paths"])
         if kind == "env" and param + "allowlist.pattern" in props:
             resolver.allowlists[name] = _allowlist(param + "allowlist.pattern", props[param + "allowlist.pattern"])

@@ -7,12 +7,13 @@ dropping a user's override (a common MM2 complaint).
 from __future__ import annotations
 
 import re
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from shared.errors import ConfigError
+from shared.kafka.tls_settings import librdkafka_tls, ssl_context
+from shared.kafka.tls_stores import TLS_KEYS, uses_tls
 
 # Same name and meaning in librdkafka.
 _SAME_IN_LIBRDKAFKA = frozenset(
@@ -57,10 +58,6 @@ _SAME_IN_LIBRDKAFKA = frozenset(
         "queue.buffering.max.messages",
         "queue.buffering.max.kbytes",
         "statistics.interval.ms",
-        "ssl.endpoint.identification.algorithm",
-        "ssl.key.password",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
         "group.protocol",
         "compression.level",
         "check.crcs",
@@ -72,27 +69,26 @@ _RENAMED_FOR_LIBRDKAFKA = {
     "receive.buffer.bytes": "socket.receive.buffer.bytes",
     "send.buffer.bytes": "socket.send.buffer.bytes",
 }
-# Java-only settings that have no meaning for our byte-array clients: dropped without a warning.
+# Java-only settings that have no meaning for our byte-array clients, or that are translated on their own
+# (the JAAS line, the TLS stores): dropped without a warning.
 _SILENTLY_DROPPED = frozenset(
     {
         "key.serializer",
         "value.serializer",
         "key.deserializer",
         "value.deserializer",
-        "ssl.truststore.type",
-        "ssl.keystore.type",
         "sasl.jaas.config",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.certificates",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
         "max.poll.records",
         "exclude.internal.topics",
         "allow.auto.create.topics",
+        *TLS_KEYS,
     }
 )
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# A JAAS option: name = "quoted value" (backslash escapes) or name = bare-word.
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
+# Java's StreamTokenizer escapes inside a quoted JAAS value.
+_JAAS_ESCAPE = re.compile(r"\\([0-3][0-7]{0,2}|[4-7][0-7]?|.)", re.DOTALL)
+_JAAS_ESCAPED_CHARS = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
 @dataclass(frozen=True)
@@ -104,8 +100,8 @@ class ClientProps:
 
 
 def jaas_credentials(jaas: str) -> tuple[str, str]:
-    """Username and password from a PLAIN or SCRAM `sasl.jaas.config` line."""
-    options = dict(_JAAS_OPTION.findall(jaas))
+    """Username and password from a PLAIN or SCRAM `sasl.jaas.config` line (escapes read as the JVM reads them)."""
+    options = {name: bare or _unescape(quoted) for name, quoted, bare in _JAAS_OPTION.findall(jaas)}
     if "username" not in options or "password" not in options:
         raise ConfigError(
             'sasl.jaas.config needs username="..." and password="..." (PLAIN or SCRAM login module)',
@@ -115,18 +111,16 @@ def jaas_credentials(jaas: str) -> tuple[str, str]:
     return options["username"], options["password"]
 
 
-def _truststore_pem(props: Mapping[str, str]) -> str | None:
-    location = props.get("ssl.truststore.location")
-    if location is None:
-        return None
-    kind = props.get("ssl.truststore.type", "JKS").upper()
-    if kind != "PEM":
-        raise ConfigError(
-            f"ssl.truststore.type={kind!r}: Strait's clients read PEM trust stores; convert it with openssl",
-            key="ssl.truststore.type",
-            value=kind,
-        )
-    return location
+def _unescape(quoted: str) -> str:
+    """A quoted JAAS value with `\\"`, `\\\\`, `\\n`, octal and other escapes resolved."""
+
+    def one(match: re.Match[str]) -> str:
+        escaped = match.group(1)
+        if escaped[0] in "01234567":
+            return chr(int(escaped, 8))
+        return _JAAS_ESCAPED_CHARS.get(escaped, escaped)
+
+    return _JAAS_ESCAPE.sub(one, quoted)
 
 
 def to_librdkafka(props: Mapping[str, str]) -> ClientProps:
@@ -144,11 +138,7 @@ def to_librdkafka(props: Mapping[str, str]) -> ClientProps:
             ignored.append(key)
     if "sasl.jaas.config" in props:
         out["sasl.username"], out["sasl.password"] = jaas_credentials(props["sasl.jaas.config"])
-    truststore = _truststore_pem(props)
-    if truststore is not None:
-        out["ssl.ca.location"] = truststore
-    if out.get("ssl.endpoint.identification.algorithm") == "":
-        out["ssl.endpoint.identification.algorithm"] = "none"
+    out |= librdkafka_tls(props)
     return ClientProps(out, tuple(sorted(ignored)))
 
 
@@ -231,10 +221,6 @@ def to_aiokafka(props: Mapping[str, str]) -> ClientProps:
             out[name] = value
     if "sasl.jaas.config" in props:
         out["sasl_plain_username"], out["sasl_plain_password"] = jaas_credentials(props["sasl.jaas.config"])
-    protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context(cafile=_truststore_pem(props))
-        if props.get("ssl.endpoint.identification.algorithm", "https") == "":
-            context.check_hostname = False
-        out["ssl_context"] = context
+    if uses_tls(props):
+        out["ssl_context"] = ssl_context(props)
     return ClientProps(out, tuple(sorted(ignored)))

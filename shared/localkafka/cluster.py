@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 from shared.kafka.client_props import to_librdkafka
 from shared.localkafka.jars import HarnessError
 from shared.localkafka.processes import JvmProcess
+from shared.localkafka.tls import TlsFiles, make_tls_files
 
 SCRAM_MECHANISM = "SCRAM-SHA-256"
 
@@ -59,6 +60,8 @@ class KafkaCluster:
 
     With `sasl=True` clients must use SASL_PLAINTEXT/SCRAM-SHA-256, StandardAuthorizer is on and the
     `admin` user (always created) is a super user; other `users` are created at format time.
+    With `tls=True` the client listener speaks TLS (SSL, or SASL_SSL with `sasl`) with a certificate from a
+    CA made for this cluster (`tls_files.ca`); the controller listener stays PLAINTEXT on loopback.
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class KafkaCluster:
         *,
         workdir: Path | None = None,
         sasl: bool = False,
+        tls: bool = False,
         users: tuple[SaslUser, ...] = (),
         heap_mb: int = 384,
         broker_overrides: dict[str, str] | None = None,
@@ -82,6 +86,7 @@ class KafkaCluster:
         self.broker_overrides = dict(broker_overrides or {})
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"strait-kafka-{name}-"))
+        self.tls_files: TlsFiles | None = make_tls_files(self.workdir / "tls") if tls else None
         self.cluster_id = _cluster_id()
         self.nodes = [self._plan_node(node_id) for node_id in range(1, brokers + 1)]
 
@@ -99,10 +104,16 @@ class KafkaCluster:
     def client_properties(self, user: SaslUser | None = None) -> dict[str, str]:
         """Java-client-style properties to reach this cluster (as an MM2 config would hold them)."""
         props = {"bootstrap.servers": self.bootstrap_servers}
+        if self.tls_files is not None:
+            props |= {
+                "security.protocol": self._protocol(),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(self.tls_files.ca),
+            }
         if self.sasl:
             who = user or self.admin_user
             props |= {
-                "security.protocol": "SASL_PLAINTEXT",
+                "security.protocol": self._protocol(),
                 "sasl.mechanism": SCRAM_MECHANISM,
                 "sasl.jaas.config": (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required "
@@ -111,10 +122,15 @@ class KafkaCluster:
             }
         return props
 
+    def _protocol(self) -> str:
+        """The client listener's security protocol."""
+        transport = "SSL" if self.tls_files is not None else "PLAINTEXT"
+        return f"SASL_{transport}" if self.sasl else transport
+
     def _server_properties(self, node: BrokerNode) -> str:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         replication = str(min(3, len(self.nodes)))
-        protocol = "SASL_PLAINTEXT" if self.sasl else "PLAINTEXT"
+        protocol = self._protocol()
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
@@ -160,6 +176,14 @@ class KafkaCluster:
                 # Brokers reach the controllers over the loopback-only PLAINTEXT controller listener.
                 "super.users": f"User:{self.admin_user.name};User:ANONYMOUS",
                 "allow.everyone.if.no.acl.found": "false",
+            }
+        if self.tls_files is not None:
+            # Brokers talk to each other over the client listener too, so they also trust the test CA.
+            props |= {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(self.tls_files.server),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(self.tls_files.ca),
             }
         props |= self.broker_overrides
         return "".join(f"{key}={value}\n" for key, value in props.items())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import resolve_references
+from shared.config import parse_mm2_config, resolve_references
 from shared.errors import ConfigError
 
 
@@ -128,3 +128,71 @@ def test_env_allowlist_pattern_restricts_variables() -> None:
         resolve_references(props, env={"KAFKA_PW": "x", "HOME": "/root"})
     del props["b"]
     assert resolve_references(props, env={"KAFKA_PW": "x"})["a"] == "x"
+
+
+DIRECTORY_PROVIDER = {
+    "config.providers": "dir",
+    "config.providers.dir.class": "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
+}
+
+
+def test_directory_provider_reads_a_whole_file(tmp_path: Path) -> None:
+    # As Kubernetes mounts a Secret: one file per key, the file's content (newline included) is the value.
+    (tmp_path / "jaas").write_text('ScramLoginModule required username="u" password="p";\n', encoding="utf-8")
+    (tmp_path / "password").write_text("s3cr3t", encoding="utf-8")
+    props = {
+        **DIRECTORY_PROVIDER,
+        "A.sasl.jaas.config": f"${{dir:{tmp_path}:jaas}}",
+        "b": f"x-${{dir:{tmp_path}:password}}",
+    }
+    resolved = resolve_references(props, env={})
+    assert resolved["A.sasl.jaas.config"] == 'ScramLoginModule required username="u" password="p";\n'
+    assert resolved["b"] == "x-s3cr3t"
+
+
+def test_directory_provider_errors_name_key_and_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(ConfigError, match=r"^a references .*: no file 'absent' in "):
+        resolve_references({**DIRECTORY_PROVIDER, "a": f"${{dir:{tmp_path}:absent}}"}, env={})
+    with pytest.raises(ConfigError, match=r"no file 'sub' in "):  # directories are not values, as in Kafka
+        resolve_references({**DIRECTORY_PROVIDER, "a": f"${{dir:{tmp_path}:sub}}"}, env={})
+    with pytest.raises(ConfigError, match=r"is not a directory"):
+        resolve_references({**DIRECTORY_PROVIDER, "a": f"${{dir:{tmp_path}/nowhere:x}}"}, env={})
+
+
+def test_directory_provider_is_there_only_when_declared(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"unknown config provider 'dir'"):
+        resolve_references({"a": f"${{dir:{tmp_path}:x}}"}, env={})
+
+
+def test_allowed_paths_restrict_directory_provider(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    (outside / "pw").write_text("x", encoding="utf-8")
+    props = {
+        **DIRECTORY_PROVIDER,
+        "config.providers.dir.param.allowed.paths": str(allowed),
+        "a": f"${{dir:{outside}:pw}}",
+    }
+    with pytest.raises(ConfigError, match=r"is outside config\.providers\.dir\.param\.allowed\.paths"):
+        resolve_references(props, env={})
+
+
+def test_an_mm2_file_with_a_declared_file_provider_resolves_client_secrets(tmp_path: Path) -> None:
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror" password="pw-a";'
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(f"a.jaas={jaas}\n", encoding="utf-8")
+    props = {
+        "clusters": "A, B",
+        "A.bootstrap.servers": "a:9093",
+        "B.bootstrap.servers": "b:9093",
+        "config.providers": "file",
+        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        "A.security.protocol": "SASL_SSL",
+        "A.sasl.jaas.config": f"${{file:{secrets}:a.jaas}}",
+        "A->B.enabled": "true",
+    }
+    config = parse_mm2_config(props, env={})
+    assert config.clusters["A"].consumer_props()["sasl.jaas.config"] == jaas
+    assert config.flow("A", "B").source_consumer_props()["sasl.jaas.config"] == jaas
