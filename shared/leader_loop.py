@@ -3,13 +3,16 @@
 Invariants: only the lease holder runs rounds; a new holder starts from a clean job state (`became_leader`);
 a round's failures never stop the loop: each is counted by kind, logged when it first appears (not every
 round), and shown in the status until a clean round clears it; a clean round sets the last-success time.
-Status goes to `strait.status.internal` on the flow's target every `status_interval_s`, at once on a
-leadership change, and a last time as "stopped" from `close()`.
+Status goes to `strait.status.internal` on the flow's target every `status_interval_s` (from its own task, so
+a round stuck on an unreachable cluster does not silence it), at once on a leadership change or when a round
+starts or stops failing, and a last time as "stopped" from `close()`. With a ClusterWatch, a flow cluster that
+does not answer makes the status "degraded" and names the cluster, before the round's own timeout expires.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Sequence
@@ -19,6 +22,7 @@ from typing import Any, Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
@@ -116,8 +120,10 @@ class LeaderLoop:
         instance_id: str,
         status_interval_s: float = 5.0,
         replication_factor: int = -1,
+        watch: ClusterWatch | None = None,
     ) -> None:
         self.flow = flow
+        self._watch = watch
         self._job = job
         self._publisher = publisher
         self._metrics = metrics
@@ -151,24 +157,40 @@ class LeaderLoop:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Open, then run rounds while leader and publish status, until `request_stop`."""
+        """Open, then run rounds while leader, until `request_stop`; status goes out meanwhile from its own task."""
         if not await self._open():
             return
-        next_round = 0.0
-        next_status = 0.0
+        # A round can wait a long time on a cluster that stopped answering: the status must not wait with it.
+        reporting = asyncio.create_task(self._report_periodically(), name=f"status:{self.flow.name}")
+        try:
+            next_round = 0.0
+            while not self._stop.is_set():
+                if self._lease.is_leader != self.is_leader:
+                    self._leadership_changed()
+                    next_round = 0.0
+                    await self._publish_status()
+                if self.is_leader and time.monotonic() >= next_round:
+                    started = time.monotonic()
+                    error_before = self.last_error
+                    await self._round()
+                    next_round = started + self._job.interval_s()
+                    if self.last_error != error_before:
+                        await self._publish_status()  # failing or recovered: say so now
+                wake = next_round if self.is_leader else time.monotonic() + self._status_interval_s
+                await self._wait(wake - time.monotonic())
+        finally:
+            reporting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporting
+
+    async def _report_periodically(self) -> None:
+        """Every `status_interval_s`: probe the flow's clusters (if watched), then publish the status."""
         while not self._stop.is_set():
-            if self._lease.is_leader != self.is_leader:
-                self._leadership_changed()
-                next_round = next_status = 0.0
-            if self.is_leader and time.monotonic() >= next_round:
-                started = time.monotonic()
-                await self._round()
-                next_round = started + self._job.interval_s()
-            if time.monotonic() >= next_status:
-                await self._publish_status()
-                next_status = time.monotonic() + self._status_interval_s
-            wake = min(next_status, next_round) if self.is_leader else next_status
-            await self._wait(wake - time.monotonic())
+            if self._watch is not None:
+                await self._watch.probe_async()
+            await self._publish_status()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self._status_interval_s)
 
     def request_stop(self) -> None:
         """Make `run` return after its current step."""
@@ -269,6 +291,10 @@ class LeaderLoop:
             "last_success_ts": self._last_success_ts,
             **self._job.details(),
         }
+        down = self._watch.errors([self.flow.source, self.flow.target]) if self._watch is not None else []
+        if down and self._opened:  # the round may still be waiting for its timeout: the probe knows already
+            details["unreachable"] = down
+            return "degraded", down[0], details
         return state, self.last_error, details
 
     async def _publish_status(self, state: State | None = None) -> None:

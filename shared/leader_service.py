@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher
 from shared.errors import ConfigError
@@ -83,7 +84,8 @@ def leader_flow_loop(
     """The lease, control publisher and job of one flow; `make_job(publisher, admin_timeout_s)` builds the job.
 
     Strait's own topics on the target (control, status, lease) are internal topics like the checkpoints one,
-    so they take its replication factor.
+    so they take its replication factor. The flow's two clusters are watched, so the status tells at once
+    when one of them stops answering.
     """
     replication_factor = flow.settings.checkpoints_topic_replication_factor
     publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
@@ -96,4 +98,5 @@ def leader_flow_loop(
         instance_id=instance_id,
         status_interval_s=status_interval_s,
         replication_factor=replication_factor,
+        watch=ClusterWatch.for_flows([flow]),
     )

@@ -48,7 +48,7 @@ class CheckpointTable:
                 checkpoint = Checkpoint.decode(record.key, record.value)
             except CodecError as exc:
                 self.invalid_records += 1
-                _log.warning("invalid_checkpoint_skipped", offset=record.offset, error=str(exc))
+                _log.warning("invalid_checkpoint_skipped", topic=record.topic, offset=record.offset, error=str(exc))
                 continue
             self.apply(checkpoint, record.offset)
 

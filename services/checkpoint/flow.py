@@ -22,6 +22,7 @@ from services.checkpoint.rules import CheckpointRules
 from services.checkpoint.settings import CheckpointSettings
 from services.checkpoint.source_groups import SourceGroups
 from services.checkpoint.status import FlowStatusReporter
+from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
 from shared.errors import CodecError, StraitError
@@ -82,6 +83,8 @@ class FlowCheckpointer:
         self._writer: RecordWriter | None = None
         self.syncer: GroupOffsetSyncer | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.watch = ClusterWatch.for_flows([flow])
+        self._reporting: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self.opened = False
         self.relevant_groups: list[str] = []
@@ -111,10 +114,13 @@ class FlowCheckpointer:
         if not await self._open():
             return
         self._tasks.append(asyncio.create_task(self._checkpoints_follower.run(), name=f"checkpoints:{self.flow.name}"))
-        next_emit = next_sync = next_status = 0.0
+        # A round can wait a long time on a cluster that stopped answering: the status must not wait with it.
+        self._reporting = asyncio.create_task(self._report_periodically(), name=f"status:{self.flow.name}")
+        next_emit = next_sync = 0.0
         owned: frozenset[int] = frozenset()
         while not self._stop.is_set():
             self._raise_if_follower_failed()
+            error_before = self.last_error
             if self.store is None and self._checkpoints_follower.caught_up:
                 self._start_reading_syncs()
             if self.lease.owned != owned:
@@ -131,10 +137,9 @@ class FlowCheckpointer:
                 started = time.monotonic()
                 await self._guarded("group offset sync", self._sync_round())
                 next_sync = started + self._settings.sync_group_offsets_interval_s
-            if time.monotonic() >= next_status:
-                await self.status.publish()
-                next_status = time.monotonic() + self._status_interval_s
-            wake = [next_status]
+            if self.last_error != error_before:
+                await self.status.publish()  # failing or recovered: say so now
+            wake = [time.monotonic() + self._status_interval_s]
             if active:
                 wake.append(next_emit)
                 if self.syncer is not None:
@@ -147,9 +152,21 @@ class FlowCheckpointer:
         """Make `run` return after its current step."""
         self._stop.set()
 
+    async def _report_periodically(self) -> None:
+        """Every `status_interval_s`: probe the flow's clusters, then publish the status."""
+        while not self._stop.is_set():
+            await self.watch.probe_async()
+            await self.status.publish()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self._status_interval_s)
+
     async def close(self) -> None:
         """Final "stopped" status, leave the lease, stop following, flush and close (reverse of opening)."""
         self._stop.set()
+        if self._reporting is not None:
+            self._reporting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reporting
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -229,7 +246,9 @@ class FlowCheckpointer:
                 self.store.handle_record(record.key, record.value)
             except CodecError as exc:
                 self.invalid_syncs += 1
-                self.log.warning("invalid_offset_sync_skipped", offset=record.offset, error=str(exc))
+                self.log.warning(
+                    "invalid_offset_sync_skipped", topic=self.offset_syncs_topic, offset=record.offset, error=str(exc)
+                )
 
     def _translate(self, topic: str, partition: int, offset: int) -> int | None:
         return None if self.store is None else self.store.translate_exact(topic, partition, offset)

@@ -57,6 +57,10 @@ class FlowStatusReporter:
                 "active_target_groups": len(active),
                 "active_target_groups_sample": dict(sorted(active.items())[:ACTIVE_SAMPLE]),
             }
+        down = flow.watch.errors([flow.flow.source, flow.flow.target])
+        if down and flow.opened:  # a round may still be waiting for its timeout: the probe knows already
+            details["unreachable"] = down
+            return "degraded", down[0], details
         return state, flow.last_error, details
 
     async def publish(self, state: State | None = None) -> None:

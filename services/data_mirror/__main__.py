@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.settings import DataMirrorSettings
 from shared.config import FlowConfig, MirrorMakerConfig
+from shared.errors import ConfigError
 from shared.observability import ObservabilityServer, configure_logging
 from shared.runner import EXIT_CRASHED, fail, load_config, parse_settings
 
@@ -24,7 +25,10 @@ def selected_flows(config: MirrorMakerConfig, wanted: str) -> list[FlowConfig]:
         return list(config.enabled_flows)
     flows = []
     for name in (part.strip() for part in wanted.split(",") if part.strip()):
-        flow = config.flow_named(name)
+        try:
+            flow = config.flow_named(name)
+        except ConfigError as exc:
+            fail(PROG, str(exc))
         if not flow.enabled:
             fail(PROG, f"--flows names {name}, which is not enabled ({name}.enabled=true)")
         flows.append(flow)

@@ -33,9 +33,7 @@ def cached_producer(
     props: dict[str, str], on_delivery: Callable[..., None], transactional_id: str | None = None
 ) -> Producer:
     """An idempotent producer (transactional when `transactional_id` is given), initialised once."""
-    extra: dict[str, Any] = {"enable.idempotence": True, "acks": "all", "on_delivery": on_delivery}
-    if transactional_id:
-        extra["transactional.id"] = transactional_id
+    extra = _producer_settings(on_delivery, transactional_id)
     key = _key("producer", props, extra)
     if key not in _cache:
         producer = confluent_producer(props, **extra)
@@ -55,9 +53,25 @@ def cached_admin(props: dict[str, str]) -> AdminClient:
     return admin
 
 
+def forget_admin(props: dict[str, str]) -> None:
+    """Drop the admin client, so the next use makes one with fresh metadata (new or deleted partitions)."""
+    _cache.pop(_key("admin", props, {}), None)
+
+
 def forget_producer(props: dict[str, str], on_delivery: Callable[..., None], transactional_id: str | None) -> None:
     """Drop a producer that was fenced or hit a fatal error, so the next use makes a fresh one."""
-    extra: dict[str, Any] = {"enable.idempotence": True, "acks": "all", "on_delivery": on_delivery}
+    extra = _producer_settings(on_delivery, transactional_id)
+    _cache.pop(_key("producer", props, extra), None)
+
+
+def _producer_settings(on_delivery: Callable[..., None], transactional_id: str | None) -> dict[str, Any]:
+    """Idempotent, acks=all, and never creating a missing remote topic (the broker's default would have 1 partition)."""
+    extra: dict[str, Any] = {
+        "enable.idempotence": True,
+        "acks": "all",
+        "allow.auto.create.topics": False,
+        "on_delivery": on_delivery,
+    }
     if transactional_id:
         extra["transactional.id"] = transactional_id
-    _cache.pop(_key("producer", props, extra), None)
+    return extra

@@ -35,7 +35,7 @@ class ControlLink:
         for message in self._consumer.consume(num_messages=100, timeout=0):
             if message.error():
                 continue
-            event = decode_event(message.value())
+            event = decode_event(message.value(), topic=message.topic(), offset=message.offset())
             if isinstance(event, TopicsChanged) and event.flow in self._flows:
                 changed = True
         return changed

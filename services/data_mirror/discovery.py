@@ -7,8 +7,10 @@ topic that topic-sync has not created (no auto-created topics with the wrong par
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 from shared.config import FlowConfig
 from shared.flow_topics import FlowTopics
@@ -51,6 +53,46 @@ def max_message_bytes(admin: AdminClient, cluster: str, topics: list[str]) -> di
     except Exception as exc:  # KafkaException: broker unreachable or not allowed to describe configs
         raise translate_kafka_error(exc, operation=f"describe topic configs on {cluster}") from exc
     return limits
+
+
+def topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
+    """Each topic's id, which changes when a topic is deleted and made again; topics not described are left out.
+
+    Best effort: a topic that vanished in between, or a cluster that does not answer, just has no id this round.
+    """
+    if not topics:
+        return {}
+    ids: dict[str, str] = {}
+    try:
+        futures = admin.describe_topics(TopicCollection(topics), request_timeout=LIST_TIMEOUT_S)
+    except KafkaException:
+        return ids
+    for topic, future in futures.items():
+        try:
+            ids[topic] = str(future.result(timeout=LIST_TIMEOUT_S).topic_id)
+        except (KafkaException, TimeoutError):
+            continue
+    return ids
+
+
+def earliest_offsets(admin: AdminClient, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The first offset still held by each (topic, partition); partitions not answered are left out."""
+    if not partitions:
+        return {}
+    found: dict[tuple[str, int], int] = {}
+    lister: Any = admin  # the client's type stubs want isolation_level, which has a default
+    try:
+        futures = lister.list_offsets(
+            {TopicPartition(t, p): OffsetSpec.earliest() for t, p in partitions}, request_timeout=LIST_TIMEOUT_S
+        )
+    except KafkaException:
+        return found
+    for tp, future in futures.items():
+        try:
+            found[(tp.topic, tp.partition)] = int(future.result(timeout=LIST_TIMEOUT_S).offset)
+        except (KafkaException, TimeoutError):
+            continue
+    return found
 
 
 def discover(

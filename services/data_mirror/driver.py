@@ -21,6 +21,7 @@ from services.data_mirror.plan import PartitionState, plan_epoch
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.spark_session import spark_conf, start_spark
 from services.data_mirror.work import PartitionResult, TaskResult
+from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
 from shared.errors import StraitError
@@ -49,8 +50,13 @@ class MirrorDriver:
         self.last_error: str | None = None
         self.started_ms = int(time.time() * 1000)
         self._next_refresh = 0.0
-        self._next_status = 0.0
         self._failures_in_a_row = 0
+        # Status goes out from its own thread: an epoch or a discovery can wait long on a cluster that stopped
+        # answering, and the status must say so meanwhile. `_problems`: (flow, kind) -> what fails right now.
+        self.watch = ClusterWatch.for_flows(flows)
+        self._problems: dict[tuple[str, str], str] = {}
+        self._status_stop = threading.Event()
+        self._status_thread: threading.Thread | None = None
 
     def request_stop(self) -> None:
         """Finish the running epoch, commit, then return from `run`."""
@@ -77,6 +83,8 @@ class MirrorDriver:
                     )
             self.ready = True
             _log.info("driver_ready", flows=[f.name for f in self.flows], spark_master=context.master, tasks=tasks)
+            self._status_thread = threading.Thread(target=self._report_periodically, name="status", daemon=True)
+            self._status_thread.start()
             while not self.stop_event.is_set():
                 self._refresh_if_due()
                 specs = plan_epoch(
@@ -98,8 +106,10 @@ class MirrorDriver:
                             TaskResult(spec.flow, spec.slot, error=f"spark job failed: {first_line}") for spec in specs
                         ]
                     self._apply(results, time.monotonic() - began)
-                self._status_if_due()
         finally:
+            self._status_stop.set()
+            if self._status_thread is not None:
+                self._status_thread.join(timeout=30)
             self._publish_status("stopped")
             for link in self.links.values():
                 link.close()
@@ -119,6 +129,9 @@ class MirrorDriver:
                 self.metrics.topics_waiting.labels(runtime.flow.name).set(len(runtime.waiting))
             except StraitError as exc:
                 self._error(runtime.flow.name, "discovery", str(exc))
+                self._problems[(runtime.flow.name, "discovery")] = f"discovery: {exc}"
+            else:
+                self._problems.pop((runtime.flow.name, "discovery"), None)
         interval = min(rt.flow.settings.refresh_topics_interval_s for rt in self.runtimes.values())
         self._next_refresh = time.monotonic() + interval
 
@@ -126,15 +139,25 @@ class MirrorDriver:
         self.metrics.epochs.inc()
         self.metrics.epoch_seconds.observe(seconds)
         failed = 0
+        first_failure: dict[str, str] = {}
+        succeeded: set[str] = set()
         for task in results:
             runtime = self.runtimes[task.flow]
             if task.error is not None:
                 failed += 1
                 self._error(task.flow, "task", f"slot {task.slot}: {task.error}")
+                first_failure.setdefault(task.flow, f"slot {task.slot}: {task.error}")
+            else:
+                succeeded.add(task.flow)
             for result in task.partitions:
                 state = runtime.states.get((result.source_topic, result.partition))
                 if state is not None:
                     self._apply_partition(state, result, task.duration_s)
+        for flow in {task.flow for task in results}:
+            if flow in succeeded:
+                self._problems.pop((flow, "tasks"), None)
+            else:  # no task of the flow copied anything this epoch: the flow is down, not one partition
+                self._problems[(flow, "tasks")] = f"every task failed: {first_failure[flow]}"
         self._failures_in_a_row = self._failures_in_a_row + 1 if failed == len(results) else 0
         if self._failures_in_a_row:
             self.stop_event.wait(min(10.0, 0.5 * 2 ** min(self._failures_in_a_row, 5)))
@@ -205,27 +228,42 @@ class MirrorDriver:
         _log.error("mirror_error", flow=flow, kind=kind, error=message)
 
     # -- status ------------------------------------------------------------------------------------
-    def _status_if_due(self) -> None:
-        if time.monotonic() >= self._next_status:
-            self._next_status = time.monotonic() + self.settings.status_interval_s
+    def _report_periodically(self) -> None:
+        """Status thread: every `status_interval_s`, probe the flows' clusters, then publish each flow's status."""
+        while True:
+            self.watch.probe()
             self._publish_status(None)
+            if self._status_stop.wait(self.settings.status_interval_s):
+                return
+
+    def _current_errors(self, runtime: FlowRuntime, blocked: list[PartitionState]) -> list[str]:
+        """What fails now: unreachable clusters (named), a failing discovery or epoch, then refused records."""
+        flow = runtime.flow
+        errors = self.watch.errors([flow.source, flow.target])
+        errors += [message for (name, _), message in list(self._problems.items()) if name == flow.name]
+        if blocked:
+            errors.append(self.last_error or f"{len(blocked)} partitions stopped at a refused record")
+        return errors
 
     def _publish_status(self, state: str | None) -> None:
-        for runtime in self.runtimes.values():
-            blocked = runtime.blocked()
-            current = state or ("degraded" if blocked else "running")
+        for runtime in list(self.runtimes.values()):
+            states = list(runtime.states.values())  # a copy: the main loop changes the set meanwhile
+            blocked = [s for s in states if s.blocked_at is not None]
+            errors = self._current_errors(runtime, blocked)
+            current = state or ("degraded" if errors else "running")
             status = ServiceStatus(
                 flow=runtime.flow.name,
                 service="data-mirror",
                 instance=f"{self.settings.instance_id}:{runtime.flow.name}",
                 state=current,  # type: ignore[arg-type]
                 started_ts=self.started_ms,
-                last_error=self.last_error,
+                last_error=errors[0] if errors else None,
                 details={
-                    "partitions": len(runtime.states),
-                    "records_behind": runtime.records_behind(),
-                    "records_mirrored": sum(s.records for s in runtime.states.values()),
+                    "partitions": len(states),
+                    "records_behind": sum(s.records_behind or 0 for s in states),
+                    "records_mirrored": sum(s.records for s in states),
                     "topics_waiting_for_remote": runtime.waiting[:50],
+                    "source_topics_gone": runtime.gone[:50],
                     "blocked": [
                         {
                             "topic": s.source_topic,

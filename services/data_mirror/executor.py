@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from services.data_mirror.clients import cached_admin, cached_consumer, cached_producer, forget_producer
+from services.data_mirror.clients import cached_admin, cached_consumer, cached_producer, forget_admin, forget_producer
 from services.data_mirror.progress import ProgressKey, encode_progress
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.work import PartitionResult, PartitionWork, SyncPoint, TaskResult, TaskSpec
@@ -25,7 +25,8 @@ from shared.records import OffsetSync
 CONSUME_BATCH = 5000
 LOOKUP_TIMEOUT_S = 15
 FLUSH_TIMEOUT_S = 60
-RECORD_FRAMING_BYTES = 90  # batch header (61) plus one record's varint framing, rounded up
+UNKNOWN_TOPIC_ID = 100  # KafkaError.UNKNOWN_TOPIC_ID, which the client's type stubs lack
+RECORD_BATCH_OVERHEAD = 61  # v2 batch header, with the log's offset and length fields
 
 
 @dataclass
@@ -40,6 +41,7 @@ class _Partition:
     delivered_upto: int | None = None
     last_produced: int | None = None
     paused: bool = False
+    retry_from: int | None = None  # a record read but not sent (the producer did not know its partition yet)
 
     def fail(self, offset: int, reason: str) -> None:
         """Remember the first refused offset; nothing at or after it counts as copied."""
@@ -100,16 +102,31 @@ class _TaskRun:
         self.producer = cached_producer(spec.target_producer, _Router.on_delivery, self.transactional_id)
         self.in_transaction = False
         self.client_error: KafkaError | None = None
+        self.stale_producer = False
 
     # -- set-up ------------------------------------------------------------------------------------
     def _resolve_starts(self) -> None:
-        """Turn 'no progress yet' into a concrete offset and notice offsets lost to source retention."""
-        admin = cached_admin(self.spec.source_admin)
+        """Turn 'no progress yet' into a concrete offset and notice offsets lost to source retention.
+
+        A partition the admin client does not know is left out of this epoch, and the client is replaced so the
+        next epoch sees fresh metadata: a partition added since (copied next epoch) or a topic deleted on the
+        source (dropped by the driver's next refresh). The task's other partitions copy as usual.
+        """
         tps = [TopicPartition(w.source_topic, w.partition) for w in self.spec.partitions]
-        earliest = _list_offsets(admin, tps, OffsetSpec.earliest())
-        latest = _list_offsets(admin, tps, OffsetSpec.latest())
+        try:
+            earliest, latest = _bounds(cached_admin(self.spec.source_admin), tps)
+        except KafkaException:
+            # The admin client takes partition leaders and their epochs from its metadata cache, which a leader
+            # change on the source leaves stale for up to metadata.max.age.ms (15 min): until then list_offsets
+            # fails (FENCED_LEADER_EPOCH, "No leaders found"). A new client looks the leaders up afresh.
+            forget_admin(self.spec.source_admin)
+            earliest, latest = _bounds(cached_admin(self.spec.source_admin), tps)
+        if len(earliest) < len(tps) or len(latest) < len(tps):
+            forget_admin(self.spec.source_admin)
         for work in self.spec.partitions:
             key = (work.source_topic, work.partition)
+            if key not in earliest or key not in latest:
+                continue
             low, high = earliest[key], latest[key]
             start = work.start_offset
             expired = 0
@@ -118,7 +135,9 @@ class _TaskRun:
             elif start < low:
                 expired, start = low - start, low
             elif start > high:
-                start = high  # the source topic was recreated or truncated: copy what is there now
+                # The source partition ends before our position: the topic was made again (or truncated by an
+                # unclean leader election). Its records are not the ones we copied, so copy all that is there.
+                start = low
             result = PartitionResult(work.source_topic, work.partition, work.remote_topic, start, start)
             result.high_watermark = high
             result.expired_records = expired
@@ -145,7 +164,10 @@ class _TaskRun:
                 # A cached consumer remembers partitions paused by an earlier epoch; start every epoch unpaused.
                 self.consumer.resume(assignment)
                 self._copy_until(time.monotonic() + self.spec.epoch_ms / 1000)
-            return self._commit()
+            result = self._commit()
+            if self.stale_producer:  # its metadata lacks a partition added to the remote topic: start afresh
+                forget_producer(self.spec.target_producer, _Router.on_delivery, self.transactional_id)
+            return result
         finally:
             _Router.current = None
             if assignment:
@@ -164,6 +186,10 @@ class _TaskRun:
                 error = msg.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF or error.retriable():
+                        continue
+                    gone = self.parts.get((msg.topic() or "", msg.partition() or 0))
+                    if error.code() in _TOPIC_GONE and gone is not None:
+                        self._pause(gone)  # deleted on the source: the driver's next refresh drops it
                         continue
                     raise KafkaException(error)
                 topic, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
@@ -202,9 +228,15 @@ class _TaskRun:
                         self.producer.poll(0.05)
                     except KafkaException as exc:
                         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                        if error is not None and error.code() == KafkaError._UNKNOWN_PARTITION:
+                            # The remote topic grew after this producer read its metadata: send it next epoch.
+                            part.retry_from, self.stale_producer = offset, True
+                            self._pause(part)
+                            break
                         if error is None or not _refuses_record(error):
                             raise  # the producer itself is broken (fenced, fatal): retry the epoch
-                        part.fail(offset, _describe(exc))  # refused before sending, e.g. too large for the client
+                        # refused before sending, e.g. too large for the client
+                        part.fail(offset, f"{_describe(exc)} (writing {part.work.remote_topic}-{partition})")
                         self._pause(part)
                         break
                 if part.paused:
@@ -234,7 +266,9 @@ class _TaskRun:
         upstream = part.in_flight.popleft()
         if err is not None:
             if _refuses_record(err):
-                part.fail(upstream, f"{err.name()}: {err.str()}")
+                part.fail(
+                    upstream, f"{err.name()}: {err.str()} (writing {part.work.remote_topic}-{part.work.partition})"
+                )
             elif self.client_error is None:
                 self.client_error = err  # not about this record: the whole epoch is retried
             return
@@ -283,6 +317,8 @@ class _TaskRun:
         result = part.result
         if result.failed_offset is not None:
             return result.failed_offset
+        if part.retry_from is not None:
+            return part.retry_from if part.delivered_upto is None else min(part.retry_from, part.delivered_upto + 1)
         if part.delivered_upto is not None:
             return part.delivered_upto + 1
         if part.work.stop_before is None and part.last_produced is None:
@@ -306,7 +342,11 @@ class _TaskRun:
             key = ProgressKey(self.spec.flow, result.source_topic, result.partition).encode()
             self.producer.produce(
                 self.spec.progress_topic,
-                value=encode_progress(result.next_offset),
+                value=encode_progress(
+                    result.next_offset,
+                    source_topic_id=part.work.source_topic_id,
+                    remote_topic_id=part.work.remote_topic_id,
+                ),
                 key=key,
                 partition=0,
                 on_delivery=on_progress,
@@ -350,32 +390,54 @@ def _refuses_record(error: KafkaError) -> bool:
     return not (error.fatal() or error.retriable() or error.code() in _NOT_ABOUT_THE_RECORD)
 
 
-_NOT_ABOUT_THE_RECORD = frozenset(
-    {
-        KafkaError._FENCED,
-        KafkaError._FATAL,
-        KafkaError._STATE,
-        KafkaError._PURGE_QUEUE,
-        KafkaError._PURGE_INFLIGHT,
-        KafkaError._MSG_TIMED_OUT,
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._DESTROY,
-        KafkaError.INVALID_PRODUCER_EPOCH,
-        KafkaError.PRODUCER_FENCED,
-        KafkaError.INVALID_TXN_STATE,
-        KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
-        KafkaError.UNKNOWN_PRODUCER_ID,
-    }
+# Errors that say a topic or partition does not exist (any more, or not yet).
+_TOPIC_GONE = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, UNKNOWN_TOPIC_ID}
 )
+# A remote topic deleted on the target is not about the record either: the epoch is retried while the driver
+# waits for the topic to come back.
+_NOT_ABOUT_THE_RECORD = _TOPIC_GONE | {
+    KafkaError._FENCED,
+    KafkaError._FATAL,
+    KafkaError._STATE,
+    KafkaError._PURGE_QUEUE,
+    KafkaError._PURGE_INFLIGHT,
+    KafkaError._MSG_TIMED_OUT,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._DESTROY,
+    KafkaError.INVALID_PRODUCER_EPOCH,
+    KafkaError.PRODUCER_FENCED,
+    KafkaError.INVALID_TXN_STATE,
+    KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    KafkaError.UNKNOWN_PRODUCER_ID,
+}
 
 
 def _record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
-    """Bytes a record takes in a batch of its own: payload, header bytes and framing."""
-    size = RECORD_FRAMING_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
-    if headers:
-        size += sum(len(name) + (len(data) if data else 0) + 2 for name, data in headers)
+    """Bytes of an uncompressed v2 batch holding only this record: what the broker compares with max.message.bytes.
+
+    Exact, so a record of exactly the target's limit is copied; with compression the batch may be smaller still.
+    """
+    body = 3  # attributes, timestamp delta 0 and offset delta 0: one byte each
+    body += _field_size(key) + _field_size(value) + _varint_size(len(headers or ()))
+    for name, data in headers or ():
+        body += _field_size(name.encode()) + _field_size(data)
+    return RECORD_BATCH_OVERHEAD + _varint_size(body) + body
+
+
+def _field_size(data: bytes | None) -> int:
+    """A length-prefixed field; null is written as length -1, one byte."""
+    return 1 if data is None else _varint_size(len(data)) + len(data)
+
+
+def _varint_size(length: int) -> int:
+    """Bytes of the zig-zag varint of a non-negative `length`."""
+    zigzag, size = length << 1, 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        size += 1
     return size
 
 
@@ -383,10 +445,22 @@ def _ignore_delivery(err: KafkaError | None, msg: Message) -> None:
     """Offset syncs are best effort (as in MM2): a lost one costs precision, never data."""
 
 
+def _bounds(admin: Any, tps: list[TopicPartition]) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """(earliest, latest) offsets of `tps`."""
+    return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
+
+
 def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+    """Offsets of `tps`; partitions of topics that no longer exist are left out, any other failure raises."""
     if not tps:
         return {}
     futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=LOOKUP_TIMEOUT_S)
-    return {
-        (tp.topic, tp.partition): int(future.result(timeout=LOOKUP_TIMEOUT_S).offset) for tp, future in futures.items()
-    }
+    found: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            found[(tp.topic, tp.partition)] = int(future.result(timeout=LOOKUP_TIMEOUT_S).offset)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if error is None or error.code() not in _TOPIC_GONE:
+                raise
+    return found

@@ -7,7 +7,7 @@ import time
 
 import structlog
 
-from services.data_mirror.discovery import discover, max_message_bytes
+from services.data_mirror.discovery import discover, earliest_offsets, max_message_bytes, topic_ids
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
 from shared.config import FlowConfig
@@ -60,6 +60,8 @@ class FlowRuntime:
         self.committed = load_progress(flow.target_consumer_props(), self.clients.progress_topic, flow.name)
         self.states: dict[tuple[str, int], PartitionState] = {}
         self.waiting: list[str] = []
+        self.gone: list[str] = []
+        self._dormant: dict[tuple[str, int], PartitionState] = {}
         self.limits: dict[str, int] = {}
         self._limits_refreshed = 0.0
         self._configured_batch = int(self.clients.target_producer.get("batch.size", DEFAULT_BATCH_BYTES))
@@ -76,26 +78,90 @@ class FlowRuntime:
             producer.flush(5)
 
     def refresh(self) -> bool:
-        """Re-read both clusters' topics; True if the partition set changed."""
+        """Re-read both clusters' topics; True if the partition set changed.
+
+        A topic deleted and made again on either cluster (its topic id changed) is copied again from the source's
+        first record. Partitions that stop being mirrored keep their state here, so coming back resumes where they
+        were; a source topic that disappeared is listed in `gone` until it is back.
+        """
         mirrored, self.waiting = discover(self.flow, self.source_admin, self.target_admin)
         self._refresh_limits([topic.remote_topic for topic in mirrored])
+        source_ids = topic_ids(self.source_admin, [topic.source_topic for topic in mirrored])
+        remote_ids = topic_ids(self.target_admin, [topic.remote_topic for topic in mirrored])
         wanted: set[tuple[str, int]] = set()
         changed = False
+        recreated: dict[str, tuple[tuple[bool, bool], list[PartitionState]]] = {}
         for topic in mirrored:
+            source_id, remote_id = source_ids.get(topic.source_topic), remote_ids.get(topic.remote_topic)
             for partition in range(topic.partitions):
                 key = (topic.source_topic, partition)
                 wanted.add(key)
-                if key not in self.states:
+                state = self.states.get(key)
+                if state is None:
                     changed = True
-                    self.states[key] = PartitionState(
-                        self.flow.name, topic.source_topic, partition, topic.remote_topic, self.committed.get(key)
-                    )
-                self.states[key].max_record_bytes = self.limits.get(topic.remote_topic)
-        for key in set(self.states) - wanted:
+                    state = self.states[key] = self._revive(key, topic.remote_topic)
+                sides = (_made_again(state.source_topic_id, source_id), _made_again(state.remote_topic_id, remote_id))
+                if any(sides):
+                    recreated.setdefault(topic.source_topic, (sides, []))[1].append(state)
+                state.source_topic_id = source_id or state.source_topic_id
+                state.remote_topic_id = remote_id or state.remote_topic_id
+                state.max_record_bytes = self.limits.get(topic.remote_topic)
+        self._copy_again(recreated)
+        removed = set(self.states) - wanted
+        for key in removed:
             changed = True
-            _log.warning("partition_no_longer_mirrored", flow=self.flow.name, topic=key[0], partition=key[1])
-            del self.states[key]
+            self._dormant[key] = self.states.pop(key)
+        self._note_missing({topic for topic, _ in removed}, {topic.source_topic for topic in mirrored})
         return changed
+
+    def _revive(self, key: tuple[str, int], remote_topic: str) -> PartitionState:
+        """A partition (again) mirrored: its state from earlier in this run, else from the committed progress."""
+        dormant = self._dormant.pop(key, None)
+        if dormant is not None:
+            return dormant
+        progress = self.committed.get(key)
+        if progress is None:
+            return PartitionState(self.flow.name, key[0], key[1], remote_topic)
+        return PartitionState(
+            self.flow.name,
+            key[0],
+            key[1],
+            remote_topic,
+            progress.next_offset,
+            source_topic_id=progress.source_topic_id,
+            remote_topic_id=progress.remote_topic_id,
+        )
+
+    def _copy_again(self, recreated: dict[str, tuple[tuple[bool, bool], list[PartitionState]]]) -> None:
+        """Restart partitions whose source or remote topic was made anew from the source's earliest offset."""
+        if not recreated:
+            return
+        states = [state for _, group in recreated.values() for state in group]
+        earliest = earliest_offsets(self.source_admin, [(s.source_topic, s.partition) for s in states])
+        for topic, ((source_side, remote_side), group) in recreated.items():
+            _log.warning(
+                "topic_recreated_copying_again",
+                flow=self.flow.name,
+                topic=topic,
+                remote_topic=group[0].remote_topic,
+                source_recreated=source_side,
+                remote_recreated=remote_side,
+                partitions=len(group),
+                was_at=[state.next_offset for state in group],
+            )
+            for state in group:
+                state.restart_from(earliest.get((state.source_topic, state.partition), 0))
+
+    def _note_missing(self, removed_topics: set[str], mirrored: set[str]) -> None:
+        """Log once when a topic stops being mirrored, and keep `gone` (source topics no longer there) current."""
+        waiting = set(self.waiting)
+        for topic in sorted(removed_topics - mirrored):
+            if topic in waiting:
+                _log.warning("remote_topic_missing_waiting", flow=self.flow.name, topic=topic)
+            else:
+                _log.warning("source_topic_gone", flow=self.flow.name, topic=topic)
+        dormant_topics = {topic for topic, _ in self._dormant}
+        self.gone = sorted(dormant_topics - mirrored - waiting)
 
     def _refresh_limits(self, remote_topics: list[str]) -> None:
         """Learn new remote topics' size limits (all of them every minute) and keep batches under the smallest."""
@@ -122,3 +188,8 @@ class FlowRuntime:
     def now() -> float:
         """Monotonic clock used for retry times."""
         return time.monotonic()
+
+
+def _made_again(known: str | None, current: str | None) -> bool:
+    """True when a topic id we knew differs from the topic's id now (deleted and created again meanwhile)."""
+    return known is not None and current is not None and known != current

@@ -44,11 +44,19 @@ class PartitionState:
     retry_at: float = 0.0
     records: int = 0
     extra: dict[str, float] = field(default_factory=dict)
+    source_topic_id: str | None = None
+    remote_topic_id: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
         """(flow, source topic, partition)."""
         return (self.flow, self.source_topic, self.partition)
+
+    def restart_from(self, offset: int) -> None:
+        """Copy again from `offset` (the topic on either side was made anew): forget a refused record too."""
+        self.next_offset = offset
+        self.blocked_at = self.block_reason = None
+        self.retry_at = 0.0
 
     @property
     def records_behind(self) -> int | None:
@@ -70,6 +78,8 @@ class PartitionState:
             self.next_offset,
             stop_before,
             self.max_record_bytes,
+            self.source_topic_id,
+            self.remote_topic_id,
         )
 
 

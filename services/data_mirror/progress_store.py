@@ -6,9 +6,9 @@ import time
 from collections.abc import Mapping
 
 import structlog
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from services.data_mirror.progress import ProgressKey, decode_progress
+from services.data_mirror.progress import Progress, ProgressKey, decode_progress_record
 from shared.errors import CodecError, KafkaOperationError
 from shared.kafka.factories import confluent_consumer
 
@@ -17,16 +17,16 @@ _log = structlog.get_logger(__name__)
 
 def load_progress(
     props: Mapping[str, str], topic: str, flow: str, *, timeout_s: float = 60
-) -> dict[tuple[str, int], int]:
-    """(source topic, partition) -> next offset, for `flow`; read_committed so aborted epochs do not count."""
+) -> dict[tuple[str, int], Progress]:
+    """(source topic, partition) -> committed progress, for `flow`; read_committed so aborted epochs do not count."""
     consumer = confluent_consumer(
         props,
         **{"group.id": "strait-data-mirror-progress", "enable.auto.commit": False, "isolation.level": "read_committed"},
     )
-    progress: dict[tuple[str, int], int] = {}
+    progress: dict[tuple[str, int], Progress] = {}
     try:
         partition = TopicPartition(topic, 0)
-        _, high = consumer.get_watermark_offsets(partition, timeout=timeout_s)
+        high = _end_offset(consumer, partition, timeout_s)
         if high <= 0:
             return progress
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
@@ -52,9 +52,23 @@ def load_progress(
                     if value is None:
                         progress.pop((key.topic, key.partition), None)
                     else:
-                        progress[(key.topic, key.partition)] = decode_progress(value)
+                        progress[(key.topic, key.partition)] = decode_progress_record(value)
                 except CodecError as exc:
                     _log.warning("progress_record_skipped", topic=topic, offset=message.offset(), error=str(exc))
         return progress
     finally:
         consumer.close()
+
+
+def _end_offset(consumer: Consumer, partition: TopicPartition, timeout_s: float) -> int:
+    """The partition's end offset; a topic created a moment ago may be missing from the client's metadata: ask again."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(partition, timeout=timeout_s)[1])
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            unknown = isinstance(error, KafkaError) and error.code() == KafkaError._UNKNOWN_PARTITION
+            if not unknown or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

@@ -18,7 +18,8 @@ class PartitionWork:
     """Copy `source_topic`/`partition` to the same partition of `remote_topic` from `start_offset`.
 
     `start_offset` None means "no progress yet": the task resolves it with the reset policy and reports it.
-    `stop_before` keeps the task short of an offset the target refused before.
+    `stop_before` keeps the task short of an offset the target refused before. The topic ids (when known) are
+    written with the progress, so a restart notices a topic that was deleted and made again meanwhile.
     """
 
     flow: str
@@ -28,6 +29,8 @@ class PartitionWork:
     start_offset: int | None
     stop_before: int | None = None
     max_record_bytes: int | None = None
+    source_topic_id: str | None = None
+    remote_topic_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class FlowMonitor:
                 heartbeat = Heartbeat.decode(record.key, record.value)
             except CodecError as exc:
                 self.invalid_records += 1
-                self.log.warning("invalid_heartbeat_skipped", offset=record.offset, error=str(exc))
+                self.log.warning("invalid_heartbeat_skipped", topic=self.topic, offset=record.offset, error=str(exc))
                 continue
             latency = self.liveness.observe(heartbeat.timestamp_ms, now_ms())
             self._metrics.received.labels(self.flow.name).inc()

@@ -54,6 +54,7 @@ class HeartbeatService(Service):
 
     async def _publish_all(self) -> None:
         for reporter in self.reporters:
+            await reporter.watch.probe_async()  # an unreachable cluster is reported before a write to it times out
             await reporter.publish()
 
     async def on_stop(self) -> None:

@@ -10,6 +10,7 @@ import structlog
 
 from services.heartbeat.emitter import HeartbeatEmitter
 from services.heartbeat.monitor import FlowMonitor
+from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
@@ -39,13 +40,16 @@ class FlowStatusReporter:
             [self.publisher], service=SERVICE, instance=self.instance, flow=flow.name, snapshot=self.snapshot
         )
         self._open_error: str | None = None
+        self.watch = ClusterWatch.for_flows([flow])
         self._lock = asyncio.Lock()  # the liveness check and the periodic status both publish
         self.log = structlog.get_logger(SERVICE).bind(flow=flow.name)
 
     def snapshot(self) -> tuple[State, str | None, dict[str, Any]]:
         """State, last error and figures as this process sees them now."""
         details: dict[str, Any] = {"emitting": {e.pair.name: e.details() for e in self._emitters}}
-        errors = [f"{e.pair.name}: {e.last_error}" for e in self._emitters if e.last_error]
+        # An unreachable cluster first: it names the cluster, and it is usually why heartbeats fail or stall.
+        errors = self.watch.errors([self.flow.source, self.flow.target])
+        errors += [f"{e.pair.name}: {e.last_error}" for e in self._emitters if e.last_error]
         state: State = "running"
         if self.monitor is None:
             details["liveness"] = "not watched (no heartbeats reach the source, or heartbeats are not replicated)"
@@ -54,6 +58,9 @@ class FlowStatusReporter:
             if self.monitor.state == "stalled":
                 state = "degraded"
                 details["reason"] = "stalled"
+                age, limit = details.get("heartbeat_age_s"), self.monitor.liveness.stall_after_ms / 1000
+                newest = "none arrived yet" if age is None else f"the newest is {age:g}s old"
+                errors.append(f"mirrored heartbeats stalled in {self.monitor.topic}: {newest} (limit {limit:g}s)")
             elif self.monitor.state == "waiting":
                 state = "starting"
         if errors and state == "running":

@@ -4,6 +4,7 @@ and report its own status on each target cluster."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from services.offset_translator.feeds import build_followers
 from services.offset_translator.flows import ServedFlow, cluster_policy, selected_flows
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.settings import TranslatorSettings
+from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.events import now_ms
@@ -21,6 +23,7 @@ from shared.service import Service
 
 SERVICE_NAME = "offset-translator"
 FINAL_STATUS_TIMEOUT_S = 5.0
+FOLLOW_ERROR_WINDOW_S = 30.0
 
 
 def build_index(config: MirrorMakerConfig, flows: tuple[FlowConfig, ...]) -> TranslatorIndex:
@@ -56,6 +59,11 @@ class TranslatorService(Service):
         # A publisher's start runs in its own task, shielded: cancelling it midway would leak its connection.
         self._publisher_starts: dict[str, asyncio.Task[None]] = {}
         self._reporters: list[tuple[str, StatusReporter]] = []
+        # What fails right now (the status shows only that): clusters that do not answer, listings that fail,
+        # and followers that failed within the last FOLLOW_ERROR_WINDOW_S (they retry every few seconds).
+        self._watch = ClusterWatch.for_flows(flows)
+        self._listing_errors: dict[str, str] = {}
+        self._follow_errors: dict[str, tuple[str, float]] = {}
 
     async def on_start(self) -> None:
         """Start following every topic and the periodic listing and status work."""
@@ -110,6 +118,13 @@ class TranslatorService(Service):
 
     def _follow_failed(self, where: str, error: KafkaOperationError) -> None:
         self.record_error(f"follow {where}", error)
+        self._follow_errors[where] = (f"follow {where}: {error}", time.monotonic())
+
+    def current_errors(self) -> list[str]:
+        """Problems as of now: unreachable clusters first (they name the cluster), then failing work."""
+        recent = time.monotonic() - FOLLOW_ERROR_WINDOW_S
+        follow = [message for message, at in list(self._follow_errors.values()) if at >= recent]
+        return [*self._watch.errors(), *self._listing_errors.values(), *follow]
 
     def _snapshot(self) -> tuple[State, str | None, Mapping[str, Any]]:
         flows = self.index.flows
@@ -118,7 +133,9 @@ class TranslatorService(Service):
             "checkpoints": sum(self.index.checkpoints.checkpoint_count(key) for key in flows),
             "loading": self.index.loading(),
         }
-        return ("running" if self.index.loaded else "starting"), self.last_error, details
+        errors = self.current_errors()
+        state: State = "starting" if not self.index.loaded else ("degraded" if errors else "running")
+        return state, errors[0] if errors else None, details
 
     async def _list_topics(self) -> None:
         for alias, props in self._listed.items():
@@ -129,11 +146,14 @@ class TranslatorService(Service):
                 topics = await asyncio.to_thread(admin.list_topics)
             except StraitError as exc:
                 self.record_error(f"list topics on {alias}", exc)
+                self._listing_errors[alias] = str(exc)
                 continue
+            self._listing_errors.pop(alias, None)
             self.index.set_topics(alias, topics, now_ms())
 
     async def _report(self) -> None:
         # Status is best effort: a cluster that is down must not stop the translator from answering.
+        await self._watch.probe_async()
         for alias, publisher in self._publishers.items():
             if alias in self._publishers_started:
                 continue

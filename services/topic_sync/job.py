@@ -3,7 +3,8 @@
 A round costs one metadata listing per cluster. Configs are described only for topics being created and for
 topics first seen in this leadership term, plus a sweep of every replicated topic each
 `sync.topic.configs.interval.seconds`. A TopicsChanged event is published when the ready set or a partition
-count changes, and in the first round after this instance became leader.
+count changes, when a round created or grew a remote topic (also one deleted on the target and made again), and
+in the first round after this instance became leader.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class TopicSyncJob:
         self._first_round = False
         if changed:
             target = await asyncio.to_thread(self._target.list_topics)
-        await self._announce(wanted, target, errors)
+        await self._announce(wanted, target, errors, force=changed)
         return errors
 
     async def _create(self, topics: Sequence[RemoteTopic], errors: list[StraitError]) -> bool:
@@ -166,10 +167,12 @@ class TopicSyncJob:
         self._count("configs_changed", self._metrics.configs_changed, changed)
 
     async def _announce(
-        self, wanted: Mapping[str, int], target: Mapping[str, TopicInfo], errors: list[StraitError]
+        self, wanted: Mapping[str, int], target: Mapping[str, TopicInfo], errors: list[StraitError], *, force: bool
     ) -> None:
+        """Publish the ready set when it changed, or when this round created or grew topics (a remote topic deleted
+        and made again looks the same from outside, and data-mirror must look at it again)."""
         topics = ready_topics(wanted, target, self._topics.remote_topic)
-        if topics == self._announced:
+        if topics == self._announced and not force:
             return
         try:
             await self._publisher.publish(TopicsChanged(flow=self.flow.name, topics=topics))

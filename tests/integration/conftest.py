@@ -63,6 +63,16 @@ def three_broker_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="session")
+def three_broker_target(kafka_runtime: str) -> Iterator[KafkaCluster]:
+    """A second three-broker cluster, the target of broker-fault tests (so every internal topic has RF 3)."""
+    cluster = KafkaCluster("T3", brokers=3)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def secure_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
     """SASL_PLAINTEXT/SCRAM with StandardAuthorizer; `admin` is a super user, `mirror` has no ACLs yet."""
     cluster = KafkaCluster("SEC", sasl=True, users=(MIRROR_USER,))

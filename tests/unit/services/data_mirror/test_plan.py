@@ -52,3 +52,18 @@ def test_records_behind_needs_both_ends() -> None:
     assert state.records_behind is None
     state.next_offset, state.high_watermark = 40, 100
     assert state.records_behind == 60
+
+
+def test_work_carries_the_topic_ids_and_a_restart_forgets_a_refused_record() -> None:
+    state = PartitionState(
+        "A->B", "orders", 0, "A.orders", next_offset=500, blocked_at=510, retry_at=99.0, source_topic_id="s1"
+    )
+    state.remote_topic_id = "r1"
+    work = state.work(now=0.0)
+    assert work is not None
+    assert (work.source_topic_id, work.remote_topic_id, work.stop_before) == ("s1", "r1", 510)
+    state.restart_from(0)
+    again = state.work(now=0.0)
+    assert again is not None
+    assert (again.start_offset, again.stop_before) == (0, None)
+    assert state.blocked_at is None

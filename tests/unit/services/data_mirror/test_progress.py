@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from services.data_mirror.progress import ProgressKey, decode_progress, encode_progress
+from services.data_mirror.progress import (
+    Progress,
+    ProgressKey,
+    decode_progress,
+    decode_progress_record,
+    encode_progress,
+)
 from shared.errors import CodecError
 
 
@@ -27,3 +33,11 @@ def test_foreign_keys_are_refused(raw: bytes) -> None:
 def test_bad_values_are_refused(raw: bytes) -> None:
     with pytest.raises(CodecError, match="next_offset"):
         decode_progress(raw)
+
+
+def test_topic_ids_travel_with_the_offset_and_older_values_have_none() -> None:
+    raw = encode_progress(77, source_topic_id="src-id", remote_topic_id="dst-id")
+    assert decode_progress_record(raw) == Progress(77, "src-id", "dst-id")
+    assert decode_progress(raw) == 77
+    assert decode_progress_record(b'{"next_offset": 5, "ts": 1}') == Progress(5)
+    assert decode_progress_record(encode_progress(9)) == Progress(9)

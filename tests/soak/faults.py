@@ -1,0 +1,80 @@
+"""Random faults from a seeded generator: broker kill -9 or clean restart, broker pause, service kill -9."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+
+from shared.localkafka import HarnessError, KafkaCluster
+from tests.soak.events import EventLog
+from tests.soak.fleet import Fleet
+
+# kind -> weight: service kills and broker restarts most often, a frozen broker now and then.
+KINDS = {"broker-kill": 3, "broker-restart": 2, "broker-pause": 1, "service-kill": 4}
+PAUSE_S = (5.0, 15.0)
+READY_TIMEOUT_S = 180
+
+
+class FaultInjector:
+    """Injects one random fault at a time; must run on the thread that started the clusters (the main thread)."""
+
+    def __init__(self, rng: random.Random, clusters: list[KafkaCluster], fleet: Fleet, events: EventLog) -> None:
+        self._rng = rng
+        self._clusters = clusters
+        self._fleet = fleet
+        self._events = events
+
+    def inject(self) -> None:
+        """Pick a fault kind and a victim, do it, and log it with how long it took."""
+        kind = self._rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        at_s = self._events.elapsed_s()
+        started = time.monotonic()
+        if kind == "service-kill":
+            name = self._rng.choice(self._fleet.names())
+            self._fleet.kill_and_restart(name)
+            detail = f"kill -9 {name}, new instance started"
+        else:
+            cluster = self._rng.choice(self._clusters)
+            index = self._rng.randrange(len(cluster.nodes))
+            broker = f"broker {cluster.name}/{cluster.nodes[index].node_id}"
+            if kind == "broker-pause":
+                pause_s = round(self._rng.uniform(*PAUSE_S), 1)
+                detail = f"SIGSTOP {broker} for {pause_s}s"
+                self._pause(cluster, index, pause_s)
+            else:
+                hard = kind == "broker-kill"
+                detail = f"{'kill -9' if hard else 'SIGTERM'} {broker} and restart"
+                self._restart(cluster, index, hard)
+        self._events.record(kind, detail, time.monotonic() - started, at_s=at_s)
+
+    def _restart(self, cluster: KafkaCluster, index: int, hard: bool) -> None:
+        try:
+            cluster.restart_node(index, hard=hard, timeout_s=READY_TIMEOUT_S)
+        except HarnessError as exc:
+            self._events.record("broker-not-ready", str(exc))
+
+    def _pause(self, cluster: KafkaCluster, index: int, pause_s: float) -> None:
+        process = cluster.nodes[index].process
+        process.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(pause_s)
+        finally:
+            process.send_signal(signal.SIGCONT)
+        try:
+            cluster.wait_ready(READY_TIMEOUT_S)
+        except HarnessError as exc:
+            self._events.record("broker-not-ready", str(exc))
+
+
+def check_brokers(clusters: list[KafkaCluster], events: EventLog) -> None:
+    """Restart (and record) any broker that exited without being asked to."""
+    for cluster in clusters:
+        for node in cluster.nodes:
+            if not node.process.is_running():
+                events.record("broker-exit", f"broker {cluster.name}/{node.node_id} exited on its own; restarting")
+                node.process.start()
+                try:
+                    cluster.wait_ready(READY_TIMEOUT_S)
+                except HarnessError as exc:
+                    events.record("broker-not-ready", str(exc))
