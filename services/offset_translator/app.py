@@ -18,6 +18,7 @@ from services.offset_translator.flows import selected_flows
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.metrics import IndexCollector, MetricsMiddleware, TranslatorMetrics
 from services.offset_translator.models import Problem
+from services.offset_translator.offsets_json import GroupOffsetsJson
 from services.offset_translator.service import TranslatorService, build_index
 from services.offset_translator.settings import TranslatorSettings
 from shared.config import MirrorMakerConfig
@@ -26,9 +27,10 @@ from shared.errors import ConfigError
 
 API_VERSION = "1.0.0"
 _log = structlog.get_logger("strait-offset-translator")
+# Routes are tried in this order: the hot path (offsets) first, so it matches at the first attempt.
 _FAMILIES: dict[str, APIRouter] = {
-    "flows": api.flows,
     "offsets": api.offsets,
+    "flows": api.flows,
     "translate": api.translate,
     "topology": api.topology,
     "status": api.status,
@@ -112,6 +114,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.index = index
+    app.state.offsets_json = GroupOffsetsJson(index.checkpoints)
     app.state.service = service
     app.state.registry = registry
     app.state.clock = clock
@@ -120,12 +123,12 @@ def create_app(
     admin_props = {flow.target: flow.target_admin_props() for flow in flows}
     app.state.failover = FailoverExecutor(admin_props, timeout_s=settings.failover_timeout_s)
     problems.install(app)
-    app.include_router(ops.probes)
     for family, router in _FAMILIES.items():
         if token_check.is_protected(family):
             app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))
         else:
             app.include_router(router)
+    app.include_router(ops.probes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     return app

@@ -34,6 +34,8 @@ class CheckpointIndex:
         self._count: dict[FlowKey, int] = {}
         # A group's partitions in (topic, partition) order, rebuilt only when the group gains a partition.
         self._order: dict[tuple[FlowKey, str], list[TopicPartition]] = {}
+        # Bumped by every checkpoint of the group: lets readers cache what they derive from it.
+        self._versions: dict[tuple[FlowKey, str], int] = {}
 
     def apply(self, flow: FlowKey, checkpoint: Checkpoint, timestamp_ms: int) -> None:
         """Record `checkpoint` as the latest for its group and partition on `flow`."""
@@ -44,6 +46,12 @@ class CheckpointIndex:
             self._count[flow] = self._count.get(flow, 0) + 1
             self._order.pop((flow, checkpoint.group), None)
         partitions[key] = IndexedCheckpoint(checkpoint, timestamp_ms)
+        version_key = (flow, checkpoint.group)
+        self._versions[version_key] = self._versions.get(version_key, 0) + 1
+
+    def version(self, flow: FlowKey, group: str) -> int:
+        """How many checkpoints of the group were applied on `flow` (0 if none): changes whenever its answer may."""
+        return self._versions.get((flow, group), 0)
 
     def group(self, flow: FlowKey, group: str) -> Mapping[TopicPartition, IndexedCheckpoint] | None:
         """The group's checkpoints on `flow`, or None if none was seen."""

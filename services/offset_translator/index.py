@@ -156,7 +156,7 @@ class TranslatorIndex:
                 if record.key is not None:
                     self.statuses.remove_instance(cluster, record.key.decode(errors="replace"))
                 continue
-            event = decode_event(record.value)
+            event = decode_event(record.value, topic=record.topic, offset=record.offset)
             if isinstance(event, ServiceStatus):
                 self.statuses.apply_status(cluster, event)
         self.records_read["status"] += len(records)
@@ -177,4 +177,4 @@ class TranslatorIndex:
 
     def _skip(self, kind: str, record: FollowedRecord, reason: str) -> None:
         self.records_skipped[kind] += 1
-        _log.warning("record_skipped", topic_kind=kind, offset=record.offset, reason=reason)
+        _log.warning("record_skipped", topic_kind=kind, topic=record.topic, offset=record.offset, reason=reason)

@@ -14,6 +14,7 @@ from services.offset_translator.models import (
     OffsetTranslation,
     Topology,
 )
+from services.offset_translator.offsets_json import GroupOffsetsJson
 from shared.flow_status import STALE_AFTER_S_DEFAULT, FlowStatus, summarize_flow
 
 
@@ -68,6 +69,18 @@ def group_offsets_document(index: TranslatorIndex, source: str, target: str, gro
             for (topic, partition), entry in checkpoints
         ],
     }
+
+
+def group_offsets_json(
+    index: TranslatorIndex, rendered: GroupOffsetsJson, source: str, target: str, group: str, now_ms: int
+) -> bytes:
+    """`group_offsets_document` as JSON bytes, from the renderer's cache (the hot path of the translator)."""
+    flow = index.flow(source, target)
+    index.require_checkpoints(flow)
+    body = rendered.render(flow, group, now_ms)
+    if body is None:
+        raise UnknownGroupError(f"no checkpoint of group '{group}' in {flow.checkpoints_topic} on {target}")
+    return body
 
 
 def group_offsets(index: TranslatorIndex, source: str, target: str, group: str, now_ms: int) -> GroupOffsets:

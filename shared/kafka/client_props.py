@@ -217,6 +217,9 @@ def to_aiokafka(props: Mapping[str, str]) -> ClientProps:
             out[name] = value.strip().lower() == "true"
         elif key == "acks":
             out[name] = "all" if value in ("all", "-1") else int(value)
+        elif key == "compression.type":
+            # aiokafka spells "no compression" as None; Java and librdkafka say "none"
+            out[name] = None if value.strip().lower() == "none" else value.strip().lower()
         else:
             out[name] = value
     if "sasl.jaas.config" in props:

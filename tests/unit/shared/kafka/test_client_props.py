@@ -74,3 +74,8 @@ def test_aiokafka_kwargs_are_typed() -> None:
 def test_jaas_values_are_read_as_the_jvm_reads_them(jaas: str, password: str) -> None:
     # Kafka parses JAAS lines with Java's StreamTokenizer: quoted values take backslash escapes.
     assert to_librdkafka({"sasl.jaas.config": jaas}).settings["sasl.password"] == password
+
+
+def test_compression_none_means_no_compression_for_aiokafka() -> None:
+    assert to_aiokafka({"compression.type": "none"}).settings["compression_type"] is None
+    assert to_aiokafka({"compression.type": "LZ4"}).settings["compression_type"] == "lz4"

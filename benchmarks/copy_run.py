@@ -1,0 +1,96 @@
+"""One measured copy: start a tool on a fresh flow, watch the remote topic fill up, stop the tool.
+
+Progress is read from the target's end offsets (no records read), polled every 100 ms, so "first record"
+and "last record" are the first polls that saw them. The tool's processes are sampled for CPU and memory
+from its start until the last record arrived.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.console import say
+from benchmarks.contenders import Mirror, MirrorSetup, open_mirror
+from benchmarks.datasets import PARTITIONS, Dataset
+from benchmarks.lab import EndOffsets, Lab, delete_topics
+from benchmarks.usage import Usage, UsageSampler
+
+POLL_S = 0.1
+Attach = Callable[[Mirror], Callable[[], None]]  # called once the tool started; returns what to call at the end
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    """Seconds from the tool's start to the first and to the last record on the target."""
+
+    tool: str
+    dataset: Dataset
+    first_s: float
+    last_s: float
+    usage: Usage
+
+    @property
+    def copy_s(self) -> float:
+        """From the first record on the target to the last: the copy itself, without start-up."""
+        return max(1e-3, self.last_s - self.first_s)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for the raw samples."""
+        return {
+            "tool": self.tool,
+            "records": self.dataset.label,
+            "count": self.dataset.records,
+            "first_record_s": round(self.first_s, 3),
+            "last_record_s": round(self.last_s, 3),
+            "copy_s": round(self.copy_s, 3),
+            "cpu_s": round(self.usage.total_cpu_s, 2),
+            "startup_cpu_s": None if self.usage.startup_cpu_s is None else round(self.usage.startup_cpu_s, 2),
+            "peak_rss_mib": round(self.usage.peak_total_rss_mib, 1),
+        }
+
+
+def copy_topic(lab: Lab, tool: str, dataset: Dataset, *, timeout_s: float, attach: Attach | None = None) -> CopyResult:
+    """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time."""
+    source_alias, target_alias = lab.aliases()
+    setup = MirrorSetup(source_alias, target_alias, topics=dataset.topic, tasks=lab.options.tasks)
+    run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-{dataset.topic}")
+    mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    remote = f"{source_alias}.{dataset.topic}"
+    probe = EndOffsets(lab.target.client_properties(), remote, PARTITIONS)
+    first: float | None = None
+    startup_cpu: float | None = None
+    sampler: UsageSampler | None = None
+    say(f"{tool}: copy {dataset.records:,} x {dataset.label} ({source_alias}->{target_alias})")
+    try:
+        began = time.monotonic()
+        mirror.start()
+        sampler = mirror.measure(f"copy {dataset.label}")
+        detach = attach(mirror) if attach is not None else None
+        while True:
+            copied = probe.total()
+            now = time.monotonic() - began
+            if copied and first is None:
+                first, startup_cpu = now, sampler.cpu_total()
+            if copied >= dataset.records:
+                break
+            if not mirror.alive():
+                raise RuntimeError(f"{tool} exited during the copy; its log ends with:\n{mirror.log_tail()}")
+            if now > timeout_s:
+                raise TimeoutError(f"{tool} copied {copied} of {dataset.records} records in {timeout_s:.0f}s")
+            time.sleep(POLL_S)
+        usage = sampler.finish(dataset.records)
+        usage.startup_cpu_s = startup_cpu
+        if detach is not None:
+            detach()
+    finally:
+        if sampler is not None:
+            sampler.finish()  # a no-op after the measured finish; stops the sampling thread after an error
+        mirror.stop()
+        probe.close()
+    delete_topics(lab.target_admin(), [remote])
+    assert first is not None
+    say(f"{tool}: first record after {first:.1f} s, last after {now:.1f} s")
+    return CopyResult(tool, dataset, first, now, usage)

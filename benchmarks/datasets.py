@@ -1,0 +1,75 @@
+"""The pre-filled source topics the throughput section mirrors, and how they are filled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchmarks.console import say
+from benchmarks.contenders import PRODUCER
+from benchmarks.lab import EndOffsets, Lab, delete_topics, make_topics
+from benchmarks.producer_perf import PerfResult, run_perf
+
+PARTITIONS = 12
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One source topic: `records` records of `record_size` value bytes (no key) over 12 partitions."""
+
+    label: str
+    topic: str
+    record_size: int
+    records: int
+
+    @property
+    def value_bytes(self) -> int:
+        """Bytes of record values in the topic."""
+        return self.record_size * self.records
+
+
+def datasets(quick: bool) -> list[Dataset]:
+    """Full: 0.5 M x 1 KiB (~0.5 GB) and 1.5 M x 100 B; quick: 30 k x 1 KiB only (a smoke run, same code path)."""
+    if quick:
+        return [Dataset("1 KiB", "bench-1k", 1024, 30_000)]
+    return [Dataset("1 KiB", "bench-1k", 1024, 500_000), Dataset("100 B", "bench-100b", 100, 1_500_000)]
+
+
+def fill(lab: Lab, dataset: Dataset) -> PerfResult:
+    """Create the source topic and fill it with Kafka's producer performance tool; check the count."""
+    say(f"filling {dataset.topic}: {dataset.records:,} x {dataset.label}")
+    make_topics(lab.source_admin(), [dataset.topic], PARTITIONS)
+    result = run_perf(
+        lab.source.bootstrap_servers,
+        dataset.topic,
+        dataset.records,
+        dataset.record_size,
+        log_path=lab.run_dir("fill") / f"{dataset.topic}.log",
+        producer=PRODUCER,
+    )
+    probe = EndOffsets(lab.source.client_properties(), dataset.topic, PARTITIONS)
+    try:
+        found = probe.total()
+    finally:
+        probe.close()
+    if found != dataset.records:
+        raise RuntimeError(f"{dataset.topic} holds {found} records after filling, expected {dataset.records}")
+    return result
+
+
+def raw_produce_rate(lab: Lab, dataset: Dataset, run: int) -> PerfResult:
+    """The target brokers' raw produce rate for this record size: same producer settings, a fresh topic."""
+    topic = f"ceiling-{dataset.topic}-{run}"
+    admin = lab.target_admin()
+    make_topics(admin, [topic], PARTITIONS)
+    say(f"raw produce rate: {dataset.records:,} x {dataset.label} to the target")
+    try:
+        return run_perf(
+            lab.target.bootstrap_servers,
+            topic,
+            dataset.records,
+            dataset.record_size,
+            log_path=lab.run_dir("ceiling") / f"{topic}.log",
+            producer=PRODUCER,
+        )
+    finally:
+        delete_topics(admin, [topic])

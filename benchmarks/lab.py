@@ -1,0 +1,138 @@
+"""The benchmark's two clusters, started once with the project's launcher and shared by every section here.
+
+Every run gets fresh cluster aliases (`src3`/`tgt3`): its remote topics (`src3.bench-1k`), MM2's worker
+topics and group (`mm2-offsets.src3.internal`, `src3-mm2`) and Strait's progress topic
+(`strait.offsets.src3.internal`) are all new, so no run resumes from another's state and nothing has to
+be deleted and recreated under the same name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from benchmarks.model import BenchOptions
+from benchmarks.usage import Usage
+from shared.kafka.factories import confluent_admin, confluent_consumer
+from shared.kafka.topics import create_topic
+from shared.localkafka import KafkaCluster
+
+BROKER_HEAP_MB = 1024
+BROKER_OVERRIDES = {"num.io.threads": "4", "num.network.threads": "3"}
+
+
+@dataclass
+class Lab:
+    """Source and target clusters plus what sections share: usage records and the profile of Strait."""
+
+    options: BenchOptions
+    source: KafkaCluster
+    target: KafkaCluster
+    profile_wanted: bool = True  # one extra Strait copy under py-spy, for the notes
+    usage: list[Usage] = field(default_factory=list)
+    profile: dict[str, Any] | None = None
+    _runs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def aliases(self) -> tuple[str, str]:
+        """A fresh (source alias, target alias) pair for one tool run."""
+        run = next(self._runs)
+        return f"src{run}", f"tgt{run}"
+
+    def run_dir(self, name: str) -> Path:
+        """A directory for one run's config and logs."""
+        path = self.options.workdir / "runs" / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def source_admin(self) -> AdminClient:
+        """Admin client on the source cluster."""
+        return confluent_admin(self.source.client_properties())
+
+    def target_admin(self) -> AdminClient:
+        """Admin client on the target cluster."""
+        return confluent_admin(self.target.client_properties())
+
+
+@contextmanager
+def open_lab(options: BenchOptions, *, profile: bool = True) -> Iterator[Lab]:
+    """Start both clusters (in parallel) on fresh storage, yield the lab, stop them and delete their data."""
+    source, target = _cluster(options, "source"), _cluster(options, "target")
+    try:
+        source.launch()
+        target.launch()
+        source.wait_ready(180)
+        target.wait_ready(180)
+        yield Lab(options, source, target, profile_wanted=profile)
+    finally:
+        source.stop()
+        target.stop()
+        for cluster in (source, target):
+            shutil.rmtree(cluster.workdir, ignore_errors=True)
+
+
+def _cluster(options: BenchOptions, role: str) -> KafkaCluster:
+    workdir = options.workdir / f"kafka-{role}"
+    shutil.rmtree(workdir, ignore_errors=True)
+    return KafkaCluster(f"bench-{role}", workdir=workdir, heap_mb=BROKER_HEAP_MB, broker_overrides=BROKER_OVERRIDES)
+
+
+def make_topics(admin: AdminClient, names: list[str], partitions: int) -> None:
+    """Create topics (replication factor 1 on these single-broker clusters)."""
+    for name in names:
+        create_topic(admin, name, partitions=partitions, replication_factor=1)
+
+
+def delete_topics(admin: AdminClient, names: list[str]) -> None:
+    """Delete topics that exist (frees the disk a run wrote); never reuses the names, so no wait."""
+    existing = set(admin.list_topics(timeout=15).topics)
+    doomed = [name for name in names if name in existing]
+    if doomed:
+        for future in admin.delete_topics(doomed, operation_timeout=30).values():
+            future.result(timeout=60)
+
+
+def topic_exists(admin: AdminClient, name: str) -> bool:
+    """True if the topic is in the cluster's metadata now."""
+    return name in admin.list_topics(timeout=15).topics
+
+
+class EndOffsets:
+    """Sums the end offsets of a topic's partitions (cheap, no records read), for progress polling."""
+
+    def __init__(self, props: dict[str, str], topic: str, partitions: int) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self._consumer = confluent_consumer(props, **{"group.id": "strait-bench-probe", "enable.auto.commit": False})
+
+    def total(self) -> int:
+        """Sum of high watermarks now; 0 while the topic does not exist yet."""
+        total = 0
+        for partition in range(self.partitions):
+            try:
+                _low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)
+            except Exception:  # KafkaException: unknown topic or partition while the tool creates it
+                return 0
+            total += max(0, high)
+        return total
+
+    def close(self) -> None:
+        """Close the probe's consumer."""
+        self._consumer.close()
+
+
+def wait_until(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.2) -> None:
+    """Poll `predicate()` until true; TimeoutError naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(interval_s)

@@ -1,0 +1,247 @@
+"""Section 2: end-to-end latency at a steady 10k records/s, source timestamp to arrival on the target."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from benchmarks.console import say
+from benchmarks.contenders import PRODUCER, TOOLS, MirrorSetup, open_mirror
+from benchmarks.datasets import PARTITIONS
+from benchmarks.findings import latency_notes
+from benchmarks.lab import EndOffsets, Lab, delete_topics, make_topics, topic_exists, wait_until
+from benchmarks.model import BenchOptions, Section, percentile
+from benchmarks.producer_perf import perf_process
+from benchmarks.tables import best_median, num
+from benchmarks.usage import Usage, UsageSampler
+from shared.kafka.factories import confluent_consumer, confluent_producer
+
+KEY = "latency"
+RATE = 10_000
+RECORD_SIZE = 1024
+START_TIMEOUT_S = 240
+DRAIN_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class LatencyRun:
+    """Latencies (ms) of the records whose source timestamp fell in the measurement window."""
+
+    tool: str
+    latencies_ms: list[float]
+    window_s: float
+    late: int  # records of the window still missing when the drain deadline passed
+    usage: Usage
+
+    def stats(self) -> dict[str, float]:
+        """p50, p99, max in ms."""
+        samples = self.latencies_ms
+        return {"p50": percentile(samples, 0.5), "p99": percentile(samples, 0.99), "max": max(samples)}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for the raw samples (the full distribution would be too long: deciles and the tail)."""
+        ordered = sorted(self.latencies_ms)
+        marks = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999]
+        return {
+            "tool": self.tool,
+            "records": len(ordered),
+            "late": self.late,
+            "window_s": self.window_s,
+            "percentiles_ms": {f"p{m * 100:g}": percentile(ordered, m) for m in marks},
+            "min_ms": ordered[0],
+            "max_ms": ordered[-1],
+            "window_cpu_s": self.usage.window_cpu_s,
+        }
+
+
+def durations(quick: bool) -> tuple[float, float]:
+    """(warm-up after the first arrival, measurement window) in seconds."""
+    return (3.0, 8.0) if quick else (5.0, 20.0)
+
+
+def run(options: BenchOptions, lab: Lab) -> Section:
+    """Per repeat: Strait, then MM2, each on its own fresh topic and flow."""
+    warmup_s, window_s = durations(options.quick)
+    runs: list[LatencyRun] = []
+    for _ in range(options.repeats):
+        for tool in TOOLS:
+            result = measure(lab, tool, warmup_s, window_s)
+            runs.append(result)
+            lab.usage.append(result.usage)
+    rows = []
+    for tool in TOOLS:
+        mine = [r for r in runs if r.tool == tool]
+        stats = [r.stats() for r in mine]
+        rows.append(
+            [
+                tool,
+                best_median([s["p50"] for s in stats], 0),
+                best_median([s["p99"] for s in stats], 0),
+                best_median([s["max"] for s in stats], 0),
+                num(sum(len(r.latencies_ms) for r in mine)),
+                num(sum(r.late for r in mine)),
+            ]
+        )
+    return Section(
+        key=KEY,
+        title="2. Latency at 10k records/s",
+        method=(
+            f"Per run a fresh {PARTITIONS}-partition source topic and flow. The tool starts; once one probe record "
+            "per partition has reached the target (the tool is copying, its start-up is over), "
+            "kafka-producer-perf-test writes {RATE:,} records/s of {RECORD_SIZE} B to the source (each "
+            "record stamped with the producer's wall clock at send time, CreateTime). A consumer on the target "
+            "(in the benchmark process, same machine, same clock) takes each record's latency as its wall-clock "
+            "receive time minus the record's timestamp: both tools keep the source timestamp, so this is "
+            "source send → target arrival, including the source producer's linger, both brokers and the "
+            f"consumer's fetch. Records sent in the {warmup_s:g} s after the first arrival are a warm-up; the "
+            f"records sent in the next {window_s:g} s are measured; the producer then stops and the consumer "
+            f"drains (up to {DRAIN_TIMEOUT_S} s; records of the window that never arrived are counted as late). "
+            f"Runs alternate Strait, MM2 ({options.repeats} each); cells are *best / median* over runs of each "
+            f"run's percentile, in ms. A run measures about {RATE * window_s:,.0f} records (more if the load "
+            "generator, starved of CPU, caught up in bursts)."
+        ),
+        headers=["tool", "p50 (ms)", "p99 (ms)", "max (ms)", "records measured", "late (not arrived)"],
+        rows=rows,
+        settings={
+            "load": f"{RATE:,} records/s x {RECORD_SIZE} B, producer settings as the tools' target producer",
+            "window": f"{warmup_s:g} s warm-up, {window_s:g} s measured",
+        },
+        raw={"runs": [r.as_dict() for r in runs]},
+        notes=latency_notes({tool: [r.stats() for r in runs if r.tool == tool] for tool in TOOLS}, lab.profile),
+    )
+
+
+def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun:
+    """One tool run under steady load; the latencies of the window's records."""
+    source_alias, target_alias = lab.aliases()
+    topic = f"bench-lat-{source_alias}"
+    remote = f"{source_alias}.{topic}"
+    make_topics(lab.source_admin(), [topic], PARTITIONS)
+    setup = MirrorSetup(source_alias, target_alias, topics=topic, tasks=lab.options.tasks)
+    run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-latency")
+    mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    load = perf_process(
+        lab.source.bootstrap_servers,
+        topic,
+        int(RATE * (START_TIMEOUT_S + warmup_s + window_s)),
+        RECORD_SIZE,
+        log_path=run_dir / "load.log",
+        throughput=RATE,
+        producer=PRODUCER,
+    )
+    consumer = confluent_consumer(
+        lab.target.client_properties(),
+        **{"group.id": "strait-bench-latency", "enable.auto.commit": False, "fetch.wait.max.ms": 50},
+    )
+    target_admin = lab.target_admin()
+    say(f"{tool}: latency at {RATE:,} records/s ({source_alias}->{target_alias})")
+    sampler: UsageSampler | None = None
+    try:
+        mirror.start()
+        sampler = mirror.measure("10k records/s")
+        wait_until(lambda: topic_exists(target_admin, remote), START_TIMEOUT_S, f"{tool} to create {remote}", 0.5)
+        _wait_until_copying(lab, topic, remote, mirror.alive)
+        consumer.assign([TopicPartition(remote, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        load_started_ms = time.time() * 1000
+        load.start()
+        window: tuple[float, float] | None = None
+        window_cpu_start: float | None = None
+        latencies: list[float] = []
+        received = 0
+        expected: int | None = None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            messages = consumer.consume(num_messages=1000, timeout=0.05)
+            now_ms = time.time() * 1000
+            for message in messages:
+                if message.error():
+                    continue
+                received += 1
+                stamp = message.timestamp()[1]
+                if window is None and stamp >= load_started_ms:  # the first record of the load, not a probe
+                    window = (now_ms + warmup_s * 1000, now_ms + (warmup_s + window_s) * 1000)
+                if window is None:
+                    continue
+                if window[0] <= stamp < window[1]:
+                    latencies.append(now_ms - stamp)
+            if window is not None and window_cpu_start is None and now_ms >= window[0]:
+                window_cpu_start = sampler.cpu_total()
+            if window is not None and expected is None and now_ms >= window[1]:
+                sampler.usage.window_cpu_s = sampler.cpu_total() - (window_cpu_start or 0.0)
+                sampler.usage.window_s = window_s
+                load.stop(timeout_s=10)
+                expected = _source_total(lab, topic)
+                deadline = time.monotonic() + DRAIN_TIMEOUT_S
+            if expected is not None and received >= expected:
+                break
+            if time.monotonic() > deadline:
+                if window is None:
+                    raise TimeoutError(f"no record reached the target through {tool}; log:\n{mirror.log_tail()}")
+                break
+            if not mirror.alive():
+                raise RuntimeError(f"{tool} exited under load; its log ends with:\n{mirror.log_tail()}")
+        usage = sampler.finish(received)
+    finally:
+        if sampler is not None:
+            sampler.finish()  # stops the sampling thread after an error
+        load.stop(timeout_s=10)
+        consumer.close()
+        mirror.stop()
+    delete_topics(target_admin, [remote])
+    assert window is not None
+    late = max(0, _records_between(lab, topic, window) - len(latencies))
+    if latencies:
+        say(f"{tool}: p50 {percentile(latencies, 0.5):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms")
+    delete_topics(lab.source_admin(), [topic])
+    if not latencies:
+        raise RuntimeError(f"no record of the measurement window reached the target through {tool}")
+    return LatencyRun(tool, latencies, window_s, late, usage)
+
+
+def _wait_until_copying(lab: Lab, topic: str, remote: str, alive: Callable[[], bool]) -> None:
+    """One probe record per partition, then wait until all reached the target: the tool is copying, not starting."""
+    producer = confluent_producer(lab.source.client_properties(), **{"linger.ms": 0})
+    for partition in range(PARTITIONS):
+        producer.produce(topic, value=b"probe", partition=partition)
+    if producer.flush(30):
+        raise RuntimeError(f"could not produce the probe records to {topic}")
+    probe = EndOffsets(lab.target.client_properties(), remote, PARTITIONS)
+
+    def copied() -> bool:
+        if not alive():
+            raise RuntimeError(f"the tool exited before copying {topic}")
+        return probe.total() >= PARTITIONS
+
+    try:
+        wait_until(copied, START_TIMEOUT_S, f"the probe records of {topic} on the target", 0.1)
+    finally:
+        probe.close()
+
+
+def _records_between(lab: Lab, topic: str, window: tuple[float, float]) -> int:
+    """How many source records carry a timestamp in the window (one producer: timestamps rise per partition)."""
+    consumer = confluent_consumer(lab.source.client_properties(), **{"group.id": "strait-bench-latency"})
+    try:
+        total = 0
+        ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
+        bounds = []
+        for stamp in window:
+            found = consumer.offsets_for_times([TopicPartition(topic, p, int(stamp)) for p in range(PARTITIONS)], 10)
+            bounds.append([tp.offset if tp.offset >= 0 else ends[tp.partition] for tp in found])
+        for start, end in zip(bounds[0], bounds[1], strict=True):
+            total += max(0, end - start)
+        return total
+    finally:
+        consumer.close()
+
+
+def _source_total(lab: Lab, topic: str) -> int:
+    probe = EndOffsets(lab.source.client_properties(), topic, PARTITIONS)
+    try:
+        return probe.total()
+    finally:
+        probe.close()
