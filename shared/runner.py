@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from shared.config import MirrorMakerConfig, is_sensitive_key, load_mm2_config
+from shared.config.redaction import one_line
 from shared.config.service_settings import ServiceSettings
 from shared.errors import ConfigError
 from shared.kafka.client_props import jaas_credentials
@@ -49,7 +50,7 @@ def parse_settings(prog: str, settings_cls: type[S], argv: Sequence[str] | None)
 
 def fail(prog: str, message: str) -> NoReturn:
     """Print one line naming the problem and exit with the configuration error code."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(EXIT_CONFIG)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from services.cli import demo, failover, status, translate
@@ -33,7 +34,8 @@ def validate_config(
     try:
         config = load_mm2_config(path)
     except ConfigError as exc:
-        err.print(f"[red]invalid[/red] {path}: {exc}", highlight=False, soft_wrap=True)
+        # The message quotes the user's keys and values: never read them as rich markup or emoji codes.
+        err.print(f"[red]invalid[/red] {escape(f'{path}: {exc}')}", highlight=False, soft_wrap=True, emoji=False)
         raise typer.Exit(2) from None
     summary = config_summary(config)
     flows: list[dict[str, Any]] = summary["flows"]

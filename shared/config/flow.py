@@ -98,11 +98,13 @@ class FlowConfig:
 
     def _consumer_defaults(self, props: dict[str, str]) -> dict[str, str]:
         # As MM2: positions are tracked by the mirror, never auto-committed; a new partition starts
-        # at its beginning; exactly-once must not copy records of aborted transactions.
+        # at its beginning; exactly-once must not copy records of aborted transactions. Otherwise the
+        # isolation level is the configured one, else Java's default (MM2 then copies aborted records
+        # too); librdkafka's own default would be read_committed.
         props["enable.auto.commit"] = "false"
         props.setdefault("auto.offset.reset", "earliest")
-        if self.settings.exactly_once_enabled:
-            props.setdefault("isolation.level", "read_committed")
+        committed = self.settings.exactly_once_enabled
+        props.setdefault("isolation.level", "read_committed" if committed else "read_uncommitted")
         return props
 
 

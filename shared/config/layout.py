@@ -22,6 +22,8 @@ from shared.errors import ConfigError
 
 SIDES = ("source", "target")
 _ALIAS = re.compile(r"[A-Za-z0-9_-]+")
+# Every ordered pair of clusters is a flow (MM2 builds them all, for heartbeats): 100 clusters are 9,900.
+MAX_CLUSTERS = 100
 
 
 @dataclass
@@ -54,6 +56,8 @@ def _parse_clusters(props: Mapping[str, str]) -> tuple[str, ...]:
     aliases = tuple(dict.fromkeys(parse_list(value)))
     if not aliases:
         raise value_error(CLUSTERS_KEY, value, "a comma-separated list of cluster aliases, e.g. A,B")
+    if len(aliases) > MAX_CLUSTERS:
+        raise value_error(CLUSTERS_KEY, value, f"at most {MAX_CLUSTERS} cluster aliases, not {len(aliases)}")
     reserved = first_segments()
     for alias in aliases:
         if _ALIAS.fullmatch(alias) is None:

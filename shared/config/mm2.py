@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shared.config.cluster import ClusterConfig, build_cluster
+from shared.config.cycles import check_cycles
 from shared.config.flow import ROLES, ClientOverrides, FlowConfig
 from shared.config.flow_settings import parse_flow_settings
 from shared.config.known_keys import ENABLED_KEY, KeyKind, classify
@@ -20,7 +21,7 @@ from shared.config.layout import SIDES, Layout, flow_kind, lay_out
 from shared.config.overrides import apply_overrides
 from shared.config.properties import load_properties_file
 from shared.config.providers import resolve_references
-from shared.config.redaction import describe
+from shared.config.redaction import describe, one_line
 from shared.config.values import parse_bool
 from shared.errors import ConfigError
 
@@ -82,7 +83,11 @@ class MirrorMakerConfig:
 
 def load_mm2_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> MirrorMakerConfig:
     """Read an MM2 properties file and build the validated config (see `parse_mm2_config`)."""
-    return parse_mm2_config(load_properties_file(path), env=env)
+    try:
+        return parse_mm2_config(load_properties_file(path), env=env)
+    except ConfigError as exc:
+        _put_on_one_line(exc)
+        raise
 
 
 def parse_mm2_config(props: Mapping[str, str], *, env: Mapping[str, str] | None = None) -> MirrorMakerConfig:
@@ -91,8 +96,17 @@ def parse_mm2_config(props: Mapping[str, str], *, env: Mapping[str, str] | None 
     `env` defaults to the process environment; it feeds both the overrides and `${env:...}`.
     """
     environ: Mapping[str, str] = os.environ if env is None else env
-    resolved = resolve_references(apply_overrides(props, environ), env=environ)
-    return build_mm2_config(resolved)
+    try:
+        resolved = resolve_references(apply_overrides(props, environ), env=environ)
+        return build_mm2_config(resolved)
+    except ConfigError as exc:
+        _put_on_one_line(exc)
+        raise
+
+
+def _put_on_one_line(exc: ConfigError) -> None:
+    """Escape what would break the message's line: keys and values quoted in it may hold newlines or escapes."""
+    exc.message = one_line(exc.message)
 
 
 def build_mm2_config(props: Mapping[str, str]) -> MirrorMakerConfig:
@@ -111,6 +125,7 @@ def build_mm2_config(props: Mapping[str, str]) -> MirrorMakerConfig:
         for target in layout.aliases
         if source != target
     )
+    check_cycles(flows)
     return MirrorMakerConfig(
         clusters=clusters, flows=flows, top_level=layout.top_level, ignored_keys=tuple(layout.ignored)
     )

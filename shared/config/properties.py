@@ -7,6 +7,10 @@ backslash before any other character stands for that character; the last duplica
 
 One difference, on purpose: trailing whitespace of a value is trimmed (Java keeps it, and Kafka's
 ConfigDef trims most typed values later anyway); whitespace written as an escape (`\\ `) is kept.
+
+Limits Java does not have, against hostile files: a file is at most MAX_FILE_BYTES and holds no NUL
+byte (binary data, or a UTF-16 file, is refused instead of read as nonsense keys), and a logical line
+is at most MAX_LINE_CHARS characters.
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from shared.errors import ConfigError
 _WHITESPACE = " \t\f"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_LINE_CHARS = 1024 * 1024
 
 
 def parse_properties(text: str, *, source: str = "<string>") -> dict[str, str]:
     """Parse properties `text` into an ordered dict; `source` names the text in error messages."""
     result: dict[str, str] = {}
     for line_number, logical in _logical_lines(text):
-        key_end, value_start = _split_key(logical)
         where = f"{source}:{line_number}"
+        if len(logical) > MAX_LINE_CHARS:
+            raise _too_long(where, logical)
+        key_end, value_start = _split_key(logical)
         key, _ = _unescape(logical[:key_end], f"{where}: malformed \\uXXXX escape in a key")
         value, protected = _unescape(
             logical[value_start:], f"{where}: malformed \\uXXXX escape in the value of {key!r}"
@@ -45,15 +53,33 @@ def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
     name = os.fspath(path)
     try:
         with open(name, "rb") as handle:
-            raw = handle.read()
+            raw = handle.read(MAX_FILE_BYTES + 1)  # bounded: the path may be /dev/zero or a huge file
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
         raise ConfigError(f"cannot read properties file {name}: {reason}", value=name) from exc
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"properties file {name} is larger than {MAX_FILE_BYTES} bytes", value=name)
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise ConfigError(
+            f"properties file {name} holds binary data (a NUL byte at byte {nul}); expected UTF-8 or ISO-8859-1 text",
+            value=name,
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = raw.decode("iso-8859-1")
     return parse_properties(text.removeprefix("\ufeff"), source=name)
+
+
+def _too_long(where: str, line: str) -> ConfigError:
+    """A line over MAX_LINE_CHARS, named by its key (the value, which may be a secret, is not shown)."""
+    key_end, _ = _split_key(line[:1000])
+    key = line[: min(key_end, 200)]
+    return ConfigError(
+        f"{where}: the line of key {key!r} is {len(line)} characters long; at most {MAX_LINE_CHARS} are allowed",
+        key=key,
+    )
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:

@@ -33,3 +33,10 @@ def shown_value(key: str, value: str) -> str:
 def describe(key: str, value: str) -> str:
     """`key='value'` (or `key=<redacted>`), the way every value error starts."""
     return f"{key}={shown_value(key, value)}"
+
+
+def one_line(text: str) -> str:
+    """`text` with every non-printable character (newline, escape, ...) escaped, so a message stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)

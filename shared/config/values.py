@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from shared.config.redaction import REDACTED, describe, is_sensitive_key
+from shared.config.redaction import REDACTED, describe, is_sensitive_key, shown_value
 from shared.errors import ConfigError
 
 LONG_MAX = 2**63 - 1
@@ -74,21 +74,33 @@ def parse_regex_list(key: str, value: str) -> tuple[str, ...]:
     """A comma list of regular expressions; each must compile, and so must their `|` join."""
     entries = parse_list(value)
     for entry in entries:
-        try:
-            re.compile(entry)
-        except re.error as exc:
+        problem = _regex_problem(entry)
+        if problem is not None:
+            shown = shown_value(key, entry)
             raise ConfigError(
-                f"{describe(key, value)}: entry {entry!r} is not a valid regular expression ({exc})",
+                f"{describe(key, value)}: entry {shown} is not a valid regular expression ({problem})",
                 key=key,
                 value=value,
-            ) from exc
-    try:
-        # Filters match the entries joined with `|`, which can fail where each entry alone does not.
-        re.compile("|".join(entries))
-    except re.error as exc:
+            )
+    # Filters match the entries joined with `|`, which can fail where each entry alone does not.
+    problem = _regex_problem("|".join(entries))
+    if problem is not None:
         raise ConfigError(
-            f"{describe(key, value)}: the entries joined with '|' are not a valid regular expression ({exc})",
+            f"{describe(key, value)}: the entries joined with '|' are not a valid regular expression ({problem})",
             key=key,
             value=value,
-        ) from exc
+        )
     return entries
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why `pattern` does not compile, or None. Also catches what `re` raises for patterns of hostile size."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply"
+    except (OverflowError, MemoryError) as exc:
+        return str(exc) or "too large"
+    return None

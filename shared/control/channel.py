@@ -83,7 +83,7 @@ async def follow_events(
             batches = await consumer.getmany(timeout_ms=1000)
             for records in batches.values():
                 for record in records:
-                    event = decode_event(record.value)
+                    event = decode_event(record.value, topic=topic, offset=record.offset)
                     if event is not None:
                         yield event
     finally:

@@ -26,31 +26,38 @@ def encode_event(event: BaseModel) -> bytes:
     return event.model_dump_json().encode()
 
 
-def decode_event(value: bytes | None) -> Event | None:
-    """The event in `value`, or None (logged) for an unknown type, a newer version or malformed bytes."""
+def decode_event(value: bytes | None, *, topic: str | None = None, offset: int | None = None) -> Event | None:
+    """The event in `value`, or None (logged) for an unknown type, a newer version or malformed bytes.
+
+    `topic` and `offset` say where the record was read, for the warning about a skipped one.
+    """
     if value is None:
         return None  # a tombstone on the compacted status topic
+
+    def skip(reason: str, **fields: object) -> None:
+        _log.warning("control_event_skipped", topic=topic, offset=offset, reason=reason, **fields)
+
     try:
         raw = json.loads(value)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _log.warning("control_event_skipped", reason="not JSON", error=str(exc))
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5000-digit number, hostile nesting
+        skip("not JSON", error=str(exc)[:200])
         return None
     if not isinstance(raw, dict):
-        _log.warning("control_event_skipped", reason="not a JSON object")
+        skip("not a JSON object")
         return None
     event_type = raw.get("type")
     model = EVENT_TYPES.get(event_type) if isinstance(event_type, str) else None
     if model is None:
-        _log.warning("control_event_skipped", reason="unknown type", type=event_type)
+        skip("unknown type", type=event_type)
         return None
     version = raw.get("version", 1)
     if not isinstance(version, int) or version > model.CURRENT_VERSION:
-        _log.warning("control_event_skipped", reason="newer version", type=event_type, version=version)
+        skip("newer version", type=event_type, version=version)
         return None
     try:
         event = model.model_validate(raw)
     except ValidationError as exc:
-        _log.warning("control_event_skipped", reason="invalid fields", type=event_type, errors=exc.error_count())
+        skip("invalid fields", type=event_type, errors=exc.error_count())
         return None
     assert isinstance(event, TopicsChanged | ConfigChanged | FlowPaused | FlowResumed | ServiceStatus)
     return event

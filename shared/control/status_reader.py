@@ -33,7 +33,7 @@ def read_statuses(props: Mapping[str, str], *, timeout_s: float = 10) -> dict[st
                 if message.error():
                     continue
                 position = (message.offset() or 0) + 1
-                event = decode_event(message.value())
+                event = decode_event(message.value(), topic=STATUS_TOPIC, offset=message.offset())
                 if isinstance(event, ServiceStatus):
                     statuses[event.instance] = event
                 elif message.value() is None and message.key() is not None:

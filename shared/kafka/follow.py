@@ -31,6 +31,7 @@ class FollowedRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int
+    topic: str = ""  # for log lines about the record
 
 
 RecordsHandler = Callable[[Sequence[FollowedRecord]], None]
@@ -118,7 +119,7 @@ class TopicFollower:
                 records = batches.get(partition)
                 if records:
                     self._handle(
-                        [FollowedRecord(r.offset, r.key, r.value, r.timestamp) for r in records],
+                        [FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic) for r in records],
                     )
                     self.records_read += len(records)
                     self._next_offset = records[-1].offset + 1
