@@ -197,7 +197,14 @@ def test_source_outage_is_reported_and_every_service_recovers_by_itself(
                 processes,
                 statuses,
             )
-            assert client.get(f"{url}/status").json()["state"] == "running"
+            # A momentary retry after recovery (e.g. a stale leader epoch) may flip the flow briefly: wait for it.
+            _wait_for(
+                "the translator's flow status is running again",
+                lambda: client.get(f"{url}/status").json()["state"] == "running",
+                60,
+                processes,
+                lambda: client.get(f"{url}/status").json(),
+            )
         report = compare_topics(source_props, topic, target_props, f"A.{topic}", timeout_s=60)
         print(f"\n{report.line('source outage 60 s')}")
         assert report.lost == 0, f"lost {report.lost}, e.g. {report.lost_examples}"
