@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from rich.table import Table
 from services.cli import demo, failover, status, translate
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.errors import ConfigError
+from shared.observability import configure_logging
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Operate Strait replication flows.")
 err = Console(stderr=True)
@@ -23,6 +25,8 @@ out = Console()
 @app.callback()
 def _root() -> None:
     """Operate Strait replication flows."""
+    # Library warnings (e.g. a skipped malformed status record) go to stderr: stdout is the command's output.
+    configure_logging("strait-cli", level="WARNING", stream=sys.stderr)
 
 
 @app.command("validate-config")

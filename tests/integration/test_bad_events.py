@@ -153,7 +153,9 @@ async def test_follow_events_skips_garbage_and_yields_the_next_event(cluster_b: 
 def test_read_statuses_skips_garbage_and_returns_the_valid_status(cluster_b: KafkaCluster, unique: str) -> None:
     props = cluster_b.client_properties()
     ensure_internal_topic(confluent_admin(props), STATUS_TOPIC, replication_factor=1)
-    status = ServiceStatus(flow="", service="bad-events", instance=f"valid-{unique}", state="running")
+    status = ServiceStatus(
+        flow=f"S{unique}->T{unique}", service="bad-events", instance=f"valid-{unique}", state="running"
+    )
     with capture_logs() as logs:
         offsets = produce_at(props, STATUS_TOPIC, json_garbage(unique))
         produce_at(props, STATUS_TOPIC, [(status.instance.encode(), encode_event(status))])
