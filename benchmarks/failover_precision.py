@@ -3,9 +3,7 @@ or skip (losses) on B after translation with MM2's checkpoints and with Strait's
 
 from __future__ import annotations
 
-import argparse
 import random
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +20,7 @@ from benchmarks.model import BenchOptions, Section
 from benchmarks.positions import KINDS, Position, choose_positions
 from benchmarks.precision_data import commit_positions, offset_sync_counts, produce_numbered, remote_partitions
 from benchmarks.resume_error import RemotePartition, ResumeError, Tally, resume_error
-from benchmarks.section_text import print_section
+from benchmarks.section_text import run_standalone
 from benchmarks.translator_process import start_translator, wait_ready
 from shared.errors import StraitError
 from shared.kafka.end_offsets import topic_end_offsets
@@ -413,12 +411,7 @@ def run(options: BenchOptions) -> Section:
 
 def main() -> None:
     """Run the section standalone (small sizes unless --full) and print it."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--full", action="store_true", help="full sizes instead of the quick ones")
-    parser.add_argument("--workdir", type=Path, default=None)
-    args = parser.parse_args()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="strait-bench-"))
-    print_section(run(BenchOptions(workdir=workdir, quick=not args.full)))
+    run_standalone(run, __doc__)
 
 
 if __name__ == "__main__":

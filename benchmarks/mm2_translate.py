@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.localkafka import HarnessError, kafka_classpath
-from shared.localkafka.jars import java_binary
+from shared.localkafka.jars import compile_against_kafka, java_binary
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TranslateMany.java"
 _MAIN_CLASS = "TranslateMany"
@@ -26,31 +25,12 @@ class GroupTranslation:
     offsets: dict[tuple[str, int], int]
 
 
-def _javac() -> str:
-    """javac next to the java launcher in use, else from PATH."""
-    sibling = Path(java_binary()).resolve().parent / "javac"
-    if sibling.exists():
-        return str(sibling)
-    found = shutil.which("javac")
-    if found is None:
-        raise HarnessError("'javac' was not found: install a JDK 17+ (for example: apt-get install openjdk-17-jdk)")
-    return found
-
-
 def compile_helper(workdir: Path) -> Path:
     """Compile TranslateMany.java into `workdir`/classes (once per workdir) and return that directory."""
     out = workdir / "classes"
     if (out / f"{_MAIN_CLASS}.class").exists():
         return out
-    out.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        [_javac(), "-cp", kafka_classpath(quiet=True), "-d", str(out), str(JAVA_SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if result.returncode != 0:
-        raise HarnessError(f"javac {JAVA_SOURCE.name} failed (exit {result.returncode}): {result.stderr[-2000:]}")
+    compile_against_kafka(JAVA_SOURCE, out)
     return out
 
 

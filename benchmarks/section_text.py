@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import tempfile
 import textwrap
+from collections.abc import Callable
+from pathlib import Path
 
-from benchmarks.model import Section
+from benchmarks.model import BenchOptions, Section
 
 
 def section_text(section: Section) -> str:
@@ -25,3 +29,13 @@ def section_text(section: Section) -> str:
 def print_section(section: Section) -> None:
     """Print `section_text(section)`."""
     print(section_text(section), flush=True)
+
+
+def run_standalone(run: Callable[[BenchOptions], Section], description: str | None) -> None:
+    """Command-line entry of one section module: small sizes unless --full, then print the section."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--full", action="store_true", help="full sizes instead of the quick ones")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="strait-bench-"))
+    print_section(run(BenchOptions(workdir=workdir, quick=not args.full)))

@@ -3,14 +3,11 @@ the per-group offsets endpoint over 1,000 groups x 100 partitions, beside MM2's 
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import random
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -21,7 +18,7 @@ from benchmarks.checkpoint_fill import fill_checkpoints, fill_offset_syncs
 from benchmarks.http_load import LoadResult, run_load
 from benchmarks.mm2_translate import translate_groups
 from benchmarks.model import BenchOptions, Section, percentile
-from benchmarks.section_text import print_section
+from benchmarks.section_text import run_standalone
 from benchmarks.translator_process import start_translator, wait_ready
 from shared.localkafka import KafkaCluster
 from tests.support.mm2_config import write_mm2_config
@@ -298,12 +295,7 @@ def run(options: BenchOptions) -> Section:
 
 def main() -> None:
     """Run the section standalone (small sizes unless --full) and print it."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--full", action="store_true", help="full sizes instead of the quick ones")
-    parser.add_argument("--workdir", type=Path, default=None)
-    args = parser.parse_args()
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="strait-bench-"))
-    print_section(run(BenchOptions(workdir=workdir, quick=not args.full)))
+    run_standalone(run, __doc__)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,23 @@ def java_binary() -> str:
     return require_tool("java", "install Java 17+ (for example: apt-get install openjdk-17-jre-headless)")
 
 
+def compile_against_kafka(source: Path, out: Path) -> None:
+    """Compile one Java helper (tests, benchmarks) against the pinned Kafka classpath into `out`."""
+    sibling = Path(java_binary()).resolve().parent / "javac"
+    javac = str(sibling) if sibling.exists() else shutil.which("javac")
+    if javac is None:
+        raise HarnessError("'javac' was not found: install a JDK 17+ (for example: apt-get install openjdk-17-jdk)")
+    out.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [javac, "-cp", kafka_classpath(quiet=True), "-d", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        raise HarnessError(f"javac {source.name} failed (exit {result.returncode}): {result.stderr[-2000:]}")
+
+
 def kafka_classpath(pom: Path = DEFAULT_POM, *, quiet: bool = False) -> str:
     """Return the runtime classpath of the pinned Kafka release, resolving it with Maven the first time.
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.localkafka import HarnessError, kafka_classpath
-from shared.localkafka.jars import java_binary
+from shared.localkafka.jars import compile_against_kafka, java_binary
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TranslateOffsets.java"
 _MAIN_CLASS = "TranslateOffsets"
@@ -36,17 +36,6 @@ class TranslatedOffset:
     metadata: str = ""
 
 
-def _javac() -> str:
-    """javac next to the java launcher in use, else from PATH."""
-    sibling = Path(java_binary()).resolve().parent / "javac"
-    if sibling.exists():
-        return str(sibling)
-    found = shutil.which("javac")
-    if found is None:
-        raise HarnessError("'javac' was not found: install a JDK 17+ (for example: apt-get install openjdk-17-jdk)")
-    return found
-
-
 def compiled_classes() -> Path:
     """The directory holding TranslateOffsets.class, compiling it the first time."""
     global _compiled
@@ -55,14 +44,7 @@ def compiled_classes() -> Path:
             return _compiled
         out = Path(tempfile.mkdtemp(prefix="strait-mm2-client-"))
         atexit.register(shutil.rmtree, out, ignore_errors=True)
-        result = subprocess.run(
-            [_javac(), "-cp", kafka_classpath(quiet=True), "-d", str(out), str(JAVA_SOURCE)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if result.returncode != 0:
-            raise HarnessError(f"javac {JAVA_SOURCE.name} failed (exit {result.returncode}): {result.stderr[-2000:]}")
+        compile_against_kafka(JAVA_SOURCE, out)
         _compiled = out
         return out
 
