@@ -54,7 +54,7 @@ class AclSyncJob:
 
     async def run_round(self) -> Sequence[StraitError]:
         """Compute the remote bindings from the source's and create those the target lacks."""
-        source = await asyncio.to_thread(self._source.describe_topic_acls)
+        source = await self._source.describe_topic_acls()
         if not self._authorizer(self._source.alias, "source", present=source is not None) or source is None:
             return []
         wanted = remote_acls(
@@ -64,7 +64,7 @@ class AclSyncJob:
         self._metrics.remote_acls.labels(self.flow.name).set(len(wanted))
         if not wanted:
             return []
-        existing = await asyncio.to_thread(self._target.describe_topic_acls)
+        existing = await self._target.describe_topic_acls()
         if not self._authorizer(self._target.alias, "target", present=existing is not None) or existing is None:
             return []
         missing = missing_acls(wanted, existing)

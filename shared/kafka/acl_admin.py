@@ -1,43 +1,44 @@
-"""Topic ACLs on one cluster as plain AclBindingSpecs (blocking confluent-kafka; use asyncio.to_thread).
+"""Topic ACLs on one cluster as plain AclBindingSpecs.
 
-A cluster without an authorizer is an answer here (None), not a failure. librdkafka drops the error code
-of a DescribeAcls response (SECURITY_DISABLED and CLUSTER_AUTHORIZATION_FAILED both arrive as an empty
-listing), so an empty listing is explained by two more questions: may this principal DESCRIBE the cluster
-(DescribeCluster's authorized operations), and is `authorizer.class.name` set on the broker.
+Listing goes over aiokafka's protocol client: the DescribeAcls response carries the answer we need in its
+error code (SECURITY_DISABLED: no authorizer; CLUSTER_AUTHORIZATION_FAILED: not allowed to look), which
+librdkafka drops, and asking librdkafka's DescribeCluster instead aborts the process (a failed assertion
+in rd_kafka_admin_response_parse) when the cluster answers a metadata request with an error, as it can
+while it recovers from an outage. Creating stays on confluent-kafka (blocking; use asyncio.to_thread).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
-from typing import Any, cast
+from typing import Any
 
+from aiokafka.errors import KafkaError as AioKafkaError
+from aiokafka.errors import for_code
+from aiokafka.protocol.admin import DescribeAclsRequest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
 
-from shared.errors import AuthorizationError, StraitError
+from shared.errors import StraitError
 from shared.filters import AclBindingSpec
-from shared.kafka.cluster_errors import cluster_error, kafka_error_code
-from shared.kafka.factories import confluent_admin
+from shared.kafka.cluster_errors import cluster_error
+from shared.kafka.factories import aio_client, confluent_admin
 
-# None matches any name, principal or host (the client's type stubs only admit str).
-_ANY_STRING = cast(str, None)
-_ANY_TOPIC_ACL = AclBindingFilter(
-    ResourceType.TOPIC,
-    _ANY_STRING,
-    ResourcePatternType.ANY,
-    _ANY_STRING,
-    _ANY_STRING,
-    AclOperation.ANY,
-    AclPermissionType.ANY,
+_SECURITY_DISABLED = 54  # Kafka protocol error code: no authorizer configured on the broker
+_DESCRIBE_ANY_TOPIC_ACL = DescribeAclsRequest(
+    resource_type=ResourceType.TOPIC.value,
+    resource_name=None,  # null: any name, principal or host
+    resource_pattern_type_filter=ResourcePatternType.ANY.value,
+    principal=None,
+    host=None,
+    operation=AclOperation.ANY.value,
+    permission_type=AclPermissionType.ANY.value,
 )
 
 
@@ -46,57 +47,36 @@ class AclAdmin:
 
     def __init__(self, alias: str, props: Mapping[str, str], *, timeout_s: float) -> None:
         self.alias = alias
+        self._props = dict(props)
         self._timeout_s = timeout_s
         self._admin = confluent_admin(props)
 
-    def describe_topic_acls(self) -> list[AclBindingSpec] | None:
-        """Every TOPIC binding (any pattern type); None when the cluster has no authorizer."""
+    async def describe_topic_acls(self) -> list[AclBindingSpec] | None:
+        """Every TOPIC binding (any pattern type); None when the cluster has no authorizer.
+
+        A short-lived connection per call: rounds are minutes apart and nothing is cached between them.
+        """
         try:
-            bindings = self._admin.describe_acls(_ANY_TOPIC_ACL, request_timeout=self._timeout_s).result()
-        except KafkaException as exc:
-            if kafka_error_code(exc) == KafkaError.SECURITY_DISABLED:  # should librdkafka ever pass it on
-                return None
+            response = await asyncio.wait_for(self._describe(), self._timeout_s)
+        except (AioKafkaError, OSError, TimeoutError) as exc:
             raise cluster_error(exc, cluster=self.alias, operation="describe ACLs", resource="topics") from exc
-        if bindings:
-            return [to_spec(binding) for binding in bindings]
-        return self._explain_empty()
-
-    def _explain_empty(self) -> list[AclBindingSpec] | None:
-        """[] if the cluster really has no topic ACLs; None without an authorizer; AuthorizationError if refused."""
-        try:
-            # A future at run time, whatever the type stubs say.
-            cluster: Future[Any] = cast(
-                "Future[Any]",
-                self._admin.describe_cluster(include_authorized_operations=True, request_timeout=self._timeout_s),
-            )
-            description = cluster.result()
-        except KafkaException as exc:
-            raise cluster_error(exc, cluster=self.alias, operation="describe cluster", resource="cluster") from exc
-        operations = set(description.authorized_operations or ())
-        may_describe = bool(operations & {AclOperation.DESCRIBE, AclOperation.ALL})
-        node = description.controller if description.controller is not None else description.nodes[0]
-        if not self._has_authorizer(str(node.id)):
+        code = int(response.error_code)
+        if code == _SECURITY_DISABLED:
             return None
-        if not may_describe:
-            raise AuthorizationError(
-                f"cluster {self.alias}: describe ACLs on topics failed: CLUSTER_AUTHORIZATION_FAILED: "
-                "the principal may not DESCRIBE the cluster",
-                operation="describe ACLs",
-                resource="topics",
-            )
-        return []
+        if code:
+            # As confluent-kafka names it (CLUSTER_AUTHORIZATION_FAILED: ...), like every other cluster error;
+            # the broker's own message is a Java toString of the request.
+            error = KafkaException(KafkaError(code, retriable=bool(for_code(code).retriable)))
+            raise cluster_error(error, cluster=self.alias, operation="describe ACLs", resource="topics")
+        return [spec for resource in response.resources for spec in _specs(resource)]
 
-    def _has_authorizer(self, broker: str) -> bool:
-        """True if `authorizer.class.name` is set on `broker` (or reading it is refused, which needs one)."""
-        resource = ConfigResource(ResourceType.BROKER, broker)
+    async def _describe(self) -> Any:
+        client = aio_client(self._props, request_timeout_ms=max(1, int(self._timeout_s * 1000)))
         try:
-            future = self._admin.describe_configs([resource], request_timeout=self._timeout_s)[resource]
-            entry = future.result().get("authorizer.class.name")
-        except KafkaException as exc:
-            if kafka_error_code(exc) == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
-                return True
-            raise cluster_error(exc, cluster=self.alias, operation="describe broker configs", resource=broker) from exc
-        return entry is not None and bool(entry.value)
+            await client.bootstrap()
+            return await client.send(client.get_random_node(), _DESCRIBE_ANY_TOPIC_ACL)
+        finally:
+            await client.close()
 
     def create_acls(self, bindings: Sequence[AclBindingSpec]) -> dict[AclBindingSpec, StraitError]:
         """Create each binding (creating one that exists is a no-op); the failures, by binding."""
@@ -117,24 +97,28 @@ class AclAdmin:
         return failures
 
 
+def _specs(resource: Any) -> list[AclBindingSpec]:
+    """The bindings of one DescribeAcls response resource (protocol enum values as names)."""
+    resource_type, name, pattern_type, acls = resource
+    return [
+        AclBindingSpec(
+            resource_type=ResourceType(resource_type).name,
+            resource_name=name,
+            pattern_type=ResourcePatternType(pattern_type).name,
+            principal=principal,
+            host=host,
+            operation=AclOperation(operation).name,
+            permission_type=AclPermissionType(permission).name,
+        )
+        for principal, host, operation, permission in acls
+    ]
+
+
 def describe(spec: AclBindingSpec) -> str:
     """A short human form: `topic A.orders (LITERAL): ALLOW User:alice READ from *`."""
     return (
         f"{spec.resource_type.lower()} {spec.resource_name} ({spec.pattern_type}): "
         f"{spec.permission_type} {spec.principal} {spec.operation} from {spec.host}"
-    )
-
-
-def to_spec(binding: AclBinding) -> AclBindingSpec:
-    """A client binding as plain data (enum names)."""
-    return AclBindingSpec(
-        resource_type=_name(binding.restype),
-        resource_name=binding.name,
-        pattern_type=_name(binding.resource_pattern_type),
-        principal=binding.principal,
-        host=binding.host,
-        operation=_name(binding.operation),
-        permission_type=_name(binding.permission_type),
     )
 
 
@@ -149,8 +133,3 @@ def to_binding(spec: AclBindingSpec) -> AclBinding:
         AclOperation[spec.operation],
         AclPermissionType[spec.permission_type],
     )
-
-
-def _name(value: object) -> str:
-    name = getattr(value, "name", value)
-    return str(name).upper()

@@ -8,6 +8,7 @@ from typing import Any
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.client import AIOKafkaClient
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
@@ -77,3 +78,8 @@ def aio_consumer(props: Mapping[str, str], *topics: str, **extra: Any) -> AIOKaf
 def aio_admin(props: Mapping[str, str], **extra: Any) -> AIOKafkaAdminClient:
     """An aiokafka admin client; call `await start()`."""
     return AIOKafkaAdminClient(**aiokafka_kwargs(props, "admin", **extra))
+
+
+def aio_client(props: Mapping[str, str], **extra: Any) -> AIOKafkaClient:
+    """A bare aiokafka protocol client (for requests no admin API exposes as-is); call `await bootstrap()`."""
+    return AIOKafkaClient(**aiokafka_kwargs(props, "admin", **extra))

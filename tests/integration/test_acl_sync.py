@@ -25,11 +25,12 @@ from services.acl_sync.settings import AclSyncSettings
 from shared.config import load_mm2_config
 from shared.control import read_statuses
 from shared.filters import AclBindingSpec
-from shared.kafka.acl_admin import AclAdmin, to_binding
+from shared.kafka.acl_admin import to_binding
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
 from tests.integration.conftest import MIRROR_USER
 from tests.integration.test_topic_sync import REPO, write_config
+from tests.support.acls import acls_on as topic_acls_on
 from tests.support.service_process import ServiceProcess
 
 
@@ -70,9 +71,7 @@ def acl(
 
 def acls_on(cluster: KafkaCluster, topic: str) -> set[AclBindingSpec]:
     """Every binding on `topic` (literal or prefixed), as the admin user sees them."""
-    listed = AclAdmin(cluster.name, cluster.client_properties(), timeout_s=30).describe_topic_acls()
-    assert listed is not None
-    return {binding for binding in listed if binding.resource_name == topic}
+    return topic_acls_on(cluster.name, cluster.client_properties(), topic)
 
 
 async def test_topic_acls_reach_the_remote_topic_under_mm2_rules(

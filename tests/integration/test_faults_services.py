@@ -19,13 +19,14 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, ResourceType
 
 from shared.filters import AclBindingSpec
-from shared.kafka.acl_admin import AclAdmin, to_binding
+from shared.kafka.acl_admin import to_binding
 from shared.kafka.factories import confluent_admin, confluent_consumer
 from shared.kafka.read import read_to_end
 from shared.kafka.topic_admin import TopicAdmin
 from shared.localkafka import KafkaCluster
 from shared.localkafka.cluster import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync
+from tests.support.acls import acls_on
 from tests.support.kafka_io import make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
@@ -125,9 +126,7 @@ def test_topic_sync_killed_mid_work_creates_everything_after_restart(
 
 
 def _acls_on(cluster: KafkaCluster, topic: str) -> set[AclBindingSpec]:
-    listed = AclAdmin(cluster.name, cluster.client_properties(), timeout_s=30).describe_topic_acls()
-    assert listed is not None
-    return {binding for binding in listed if binding.resource_name == topic}
+    return acls_on(cluster.name, cluster.client_properties(), topic)
 
 
 def _topic_acl(topic: str, principal: str, operation: str) -> AclBindingSpec:

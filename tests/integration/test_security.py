@@ -17,11 +17,12 @@ from aiokafka.errors import KafkaConnectionError
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from shared.kafka.acl_admin import AclAdmin, to_binding
+from shared.kafka.acl_admin import to_binding
 from shared.kafka.factories import aio_producer, confluent_admin, confluent_consumer
 from shared.localkafka import KafkaCluster, SaslUser
 from shared.localkafka.cluster import free_port
 from tests.integration.test_acl_sync import acl
+from tests.support.acls import topic_acls
 from tests.support.kafka_io import consume_all, make_topic, produce, read_to_end
 from tests.support.mm2_config import SINGLE_BROKER_DEFAULTS
 from tests.support.replica_check import compare_topics
@@ -207,7 +208,7 @@ def test_all_services_over_sasl_ssl_keep_secrets_out_of_logs_and_metrics(
         _eventually(heartbeat_mirrored, "a heartbeat in A.heartbeats on B", deadline, processes)
 
         def acl_synced() -> bool:
-            listed = AclAdmin("B", admin_b, timeout_s=30).describe_topic_acls() or []
+            listed = topic_acls("B", admin_b) or []
             return acl(remote, reader, "READ", "ALLOW") in listed
 
         _eventually(acl_synced, f"the READ binding of {reader} on {remote}", deadline, processes)
