@@ -39,6 +39,7 @@ class _Partition:
     in_flight: deque[int] = field(default_factory=deque)
     syncs: list[SyncPoint] = field(default_factory=list)
     delivered_upto: int | None = None
+    delivered_downstream: int = -1  # the target offset of `delivered_upto`
     last_produced: int | None = None
     paused: bool = False
     retry_from: int | None = None  # a record read but not sent (the producer did not know its partition yet)
@@ -200,11 +201,12 @@ class _TaskRun:
                     self._pause(part)
                     continue
                 timestamp = msg.timestamp()[1]
+                key = msg.key()
                 value = msg.value()
                 headers = msg.headers()
                 limit = part.work.max_record_bytes
-                if limit is not None:
-                    size = _record_size(msg.key(), value, headers)
+                if limit is not None and not _surely_fits(key, value, headers, limit):
+                    size = _record_size(key, value, headers)
                     if size > limit:
                         reason = (
                             f"record of {size} bytes is larger than max.message.bytes={limit} "
@@ -218,7 +220,7 @@ class _TaskRun:
                         produce(
                             part.work.remote_topic,
                             value=value,
-                            key=msg.key(),
+                            key=key,
                             headers=headers,  # type: ignore[arg-type]  # null header values pass through
                             partition=partition,
                             timestamp=timestamp,
@@ -275,17 +277,17 @@ class _TaskRun:
         if part.result.failed_offset is not None and upstream > part.result.failed_offset:
             return
         downstream = msg.offset() or 0
-        part.delivered_upto = upstream
+        part.delivered_upto, part.delivered_downstream = upstream, downstream
+        result = part.result
         latency = time.time() * 1000 - msg.timestamp()[1]
-        part.result.latency_ms_sum += latency
-        if latency > part.result.latency_ms_max:
-            part.result.latency_ms_max = latency
-        point = SyncPoint(upstream, downstream)
-        if part.result.first_sync is None:
-            part.result.first_sync = point
-        part.result.last_sync = point
+        result.latency_ms_sum += latency
+        if latency > result.latency_ms_max:
+            result.latency_ms_max = latency
+        # Runs once per record: SyncPoints only for the few records that need one (last_sync is set at commit).
+        if result.first_sync is None:
+            result.first_sync = SyncPoint(upstream, downstream)
         if part.tracker.should_sync(upstream, downstream):
-            part.syncs.append(point)
+            part.syncs.append(SyncPoint(upstream, downstream))
 
     # -- commit ------------------------------------------------------------------------------------
     def _commit(self) -> TaskResult:
@@ -305,6 +307,8 @@ class _TaskRun:
             return TaskResult(self.spec.flow, self.spec.slot, list(p.result for p in self.parts.values()))
         for part in self.parts.values():
             part.result.next_offset = self._next_offset(part)
+            if part.delivered_upto is not None:
+                part.result.last_sync = SyncPoint(part.delivered_upto, part.delivered_downstream)
         self._write_progress()
         if self.in_transaction:
             self.producer.commit_transaction(FLUSH_TIMEOUT_S)
@@ -413,6 +417,18 @@ _NOT_ABOUT_THE_RECORD = _TOPIC_GONE | {
     KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
     KafkaError.UNKNOWN_PRODUCER_ID,
 }
+
+
+# Most an uncompressed single-record v2 batch adds to its key and value bytes without headers: batch header,
+# a 5-byte varint for the record length, attributes and deltas, two 5-byte length varints, header count.
+_MAX_FRAMING = RECORD_BATCH_OVERHEAD + 5 + 3 + 5 + 5 + 1
+
+
+def _surely_fits(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None, limit: int) -> bool:
+    """True when the record cannot exceed `limit` whatever its exact framing: skips the exact count per record."""
+    if headers:
+        return False
+    return _MAX_FRAMING + (len(key) if key else 0) + (len(value) if value else 0) <= limit
 
 
 def _record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
