@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -415,6 +416,21 @@ ACCEPTED = [
 ]
 
 
+def _validated(path: Path) -> dict[str, Any]:
+    """`strait validate-config --json` of an accepted config: its summary."""
+    result = subprocess.run(
+        [str(BIN / "strait"), "validate-config", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=_env({}),
+    )
+    assert result.returncode == 0, result.stderr
+    summary: dict[str, Any] = json.loads(result.stdout)
+    return summary
+
+
 @pytest.mark.parametrize(("extra", "enabled"), ACCEPTED)
 def test_accepted_configs_validate(
     extra: tuple[str, ...],
@@ -426,16 +442,7 @@ def test_accepted_configs_validate(
 ) -> None:
     ctx = _ctx(tmp_path, cluster_a, cluster_b, unique)
     path = appended(*extra)(ctx)
-    result = subprocess.run(
-        [str(BIN / "strait"), "validate-config", "--json", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=_env({}),
-    )
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout)
+    summary = _validated(path)
     assert {flow["flow"] for flow in summary["flows"] if flow["enabled"]} == enabled
     if "A->B.topics=orders" in extra:
         assert next(f for f in summary["flows"] if f["flow"] == "A->B")["topics"] == ["orders"]
@@ -446,14 +453,5 @@ def test_a_file_that_is_not_utf8_is_read_as_iso_8859_1(
 ) -> None:
     ctx = _ctx(tmp_path, cluster_a, cluster_b, unique)
     path = raw(ctx.base.encode() + b"A->B.topics=caf\xe9\n")(ctx)
-    result = subprocess.run(
-        [str(BIN / "strait"), "validate-config", "--json", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=_env({}),
-    )
-    assert result.returncode == 0, result.stderr
-    flows = json.loads(result.stdout)["flows"]
+    flows = _validated(path)["flows"]
     assert next(f for f in flows if f["flow"] == "A->B")["topics"] == ["caf\u00e9"]
