@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from shared.localkafka.jars import java_binary, kafka_classpath
@@ -27,7 +27,7 @@ def _die_with_parent() -> None:
 
 
 class JvmProcess:
-    """One Java main class run from the pinned Kafka classpath, logging into its own file."""
+    """One Java main class (by default from the pinned Kafka classpath), logging into its own file."""
 
     def __init__(
         self,
@@ -37,12 +37,16 @@ class JvmProcess:
         log_path: Path,
         heap_mb: int = 256,
         jvm_options: Sequence[str] = (),
+        classpath: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.main_class = main_class
         self.args = list(args)
         self.log_path = log_path
         self.heap_mb = heap_mb
         self.jvm_options = list(jvm_options)
+        self.classpath = classpath
+        self.env = dict(env) if env is not None else None
         self._popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,7 +66,7 @@ class JvmProcess:
             f"-Dlog4j2.configurationFile={_LOG4J_CONFIG}",
             *self.jvm_options,
             "-cp",
-            kafka_classpath(quiet=True),
+            self.classpath or kafka_classpath(quiet=True),
             self.main_class,
             *self.args,
         ]
@@ -76,6 +80,7 @@ class JvmProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env} if self.env is not None else None,
                 preexec_fn=_die_with_parent,
             )
         with _live_lock:

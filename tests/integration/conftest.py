@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from shared.localkafka import KafkaCluster, SaslUser, kafka_classpath
+from shared.localspark import SparkStandaloneCluster
 
 MIRROR_USER = SaslUser("mirror", "mirror-secret-pw")
 
@@ -76,6 +77,16 @@ def three_broker_target(kafka_runtime: str) -> Iterator[KafkaCluster]:
 def secure_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
     """SASL_PLAINTEXT/SCRAM with StandardAuthorizer; `admin` is a super user, `mirror` has no ACLs yet."""
     cluster = KafkaCluster("SEC", sasl=True, users=(MIRROR_USER,))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandaloneCluster]:
+    """A Spark standalone master with two 2-core workers, started the first time a test asks for it."""
+    cluster = SparkStandaloneCluster(tmp_path_factory.mktemp("spark"), workers=2, cores_per_worker=2)
     try:
         yield cluster.start()
     finally:
