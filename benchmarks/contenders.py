@@ -158,7 +158,7 @@ class _Service:
         return self.popen is not None and self.popen.poll() is None
 
     def stop(self, timeout_s: float = 60) -> None:
-        """SIGTERM (data-mirror finishes its epoch and commits), then SIGKILL the tree."""
+        """SIGTERM (data-mirror hands its tasks over: they commit), then SIGKILL the tree."""
         if self.popen is None:
             return
         tree = _tree(self.popen.pid)
@@ -205,10 +205,10 @@ class StraitMirror:
 
     tool = STRAIT
 
-    def __init__(self, config: Path, run_dir: Path, tasks: int, epoch_ms: int | None = None) -> None:
+    def __init__(self, config: Path, run_dir: Path, tasks: int, commit_interval_ms: int | None = None) -> None:
         env = {"STRAIT_TASKS": str(tasks), "STRAIT_SPARK_MASTER": f"local[{tasks}]"}
-        if epoch_ms is not None:
-            env["STRAIT_EPOCH_MS"] = str(epoch_ms)
+        if commit_interval_ms is not None:
+            env["STRAIT_COMMIT_INTERVAL_MS"] = str(commit_interval_ms)
         self.env = env
         self.services = {
             "topic-sync": _Service("strait-topic-sync", config, run_dir / "topic-sync.log", env),

@@ -115,7 +115,7 @@ def _why_throughput(profile: Mapping[str, Any] | None) -> list[str]:
         notes.append(
             "What would close the copy gap: pipelined epochs (start the next epoch's consume while the previous "
             "one flushes and commits, instead of a barrier each epoch), longer epochs at high load "
-            "(`STRAIT_EPOCH_MS`; fewer barriers per record), and one long-lived task per executor core that "
+            "(`STRAIT_COMMIT_INTERVAL_MS`; fewer barriers per record), and one long-lived task per executor core that "
             "commits progress from delivery reports, so Spark schedules work only when partitions move."
             + _line_hints(profile)
         )

@@ -7,7 +7,15 @@ from collections.abc import Mapping
 import structlog
 from confluent_kafka import OFFSET_END, TopicPartition
 
-from shared.control import CONTROL_TOPIC, STATUS_TOPIC, ServiceStatus, TopicsChanged, decode_event, encode_event
+from shared.control import (
+    CONTROL_TOPIC,
+    STATUS_TOPIC,
+    MirrorHandover,
+    ServiceStatus,
+    TopicsChanged,
+    decode_event,
+    encode_event,
+)
 from shared.control.channel import event_key
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
@@ -39,6 +47,16 @@ class ControlLink:
             if isinstance(event, TopicsChanged) and event.flow in self._flows:
                 changed = True
         return changed
+
+    def control_end_offset(self) -> int:
+        """Where a task starts reading the control topic: any hand-over request for it comes after this."""
+        return int(self._consumer.get_watermark_offsets(TopicPartition(CONTROL_TOPIC, 0), timeout=10)[1])
+
+    def request_handover(self, flow: str, tasks: list[tuple[int, int]]) -> None:
+        """Ask the running tasks (slot, generation) of `flow` to commit and return."""
+        event = MirrorHandover(flow=flow, tasks=tuple(tasks))
+        self._producer.produce(CONTROL_TOPIC, value=encode_event(event), key=event_key(event))
+        self._producer.flush(10)
 
     def publish_status(self, status: ServiceStatus) -> None:
         """Send a status record; waits briefly so a final status survives process exit."""

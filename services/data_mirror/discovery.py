@@ -7,10 +7,9 @@ topic that topic-sync has not created (no auto-created topics with the wrong par
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from shared.config import FlowConfig
 from shared.flow_topics import FlowTopics
@@ -73,26 +72,6 @@ def topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
         except (KafkaException, TimeoutError):
             continue
     return ids
-
-
-def earliest_offsets(admin: AdminClient, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """The first offset still held by each (topic, partition); partitions not answered are left out."""
-    if not partitions:
-        return {}
-    found: dict[tuple[str, int], int] = {}
-    lister: Any = admin  # the client's type stubs want isolation_level, which has a default
-    try:
-        futures = lister.list_offsets(
-            {TopicPartition(t, p): OffsetSpec.earliest() for t, p in partitions}, request_timeout=LIST_TIMEOUT_S
-        )
-    except KafkaException:
-        return found
-    for tp, future in futures.items():
-        try:
-            found[(tp.topic, tp.partition)] = int(future.result(timeout=LIST_TIMEOUT_S).offset)
-        except (KafkaException, TimeoutError):
-            continue
-    return found
 
 
 def discover(

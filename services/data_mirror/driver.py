@@ -1,7 +1,9 @@
-"""The PySpark driver loop: refresh the partition set, run one epoch of tasks, apply results, report.
+"""The PySpark driver: plan slots, keep one long-lived copy task per slot running, follow their progress.
 
-Records never reach the driver: tasks return counts and offsets. A stop request (SIGTERM) lets the
-running epoch finish and commit, so nothing is lost and nothing is copied twice on a clean stop.
+Records never reach the driver. Spark runs a new task only when a slot's assignment changes (topics or
+partitions added or removed, a size limit changed), when a task failed or its executor was lost, or at start;
+a running task is asked to hand over on the control topic and commits before it returns. A stop request
+(SIGTERM) hands every task over, so nothing is lost and nothing is copied twice on a clean stop.
 """
 
 from __future__ import annotations
@@ -14,19 +16,23 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from services.data_mirror.control_link import ControlLink
-from services.data_mirror.executor import run_task
 from services.data_mirror.flow_runtime import FlowRuntime
 from services.data_mirror.metrics import MirrorMetrics
-from services.data_mirror.plan import PartitionState, plan_epoch
+from services.data_mirror.plan import PartitionState, assign_slots
+from services.data_mirror.progress import Progress
+from services.data_mirror.progress_follower import ProgressFollower
 from services.data_mirror.settings import DataMirrorSettings
+from services.data_mirror.slot_run import SlotRun
 from services.data_mirror.spark_session import spark_conf, start_spark
-from services.data_mirror.work import PartitionResult, TaskResult
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
 from shared.errors import StraitError
 
 _log = structlog.get_logger("data-mirror")
+LOOP_S = 0.2
+HANDOVER_WAIT_S = 60
+MAX_BACKOFF_S = 10.0
 
 
 class MirrorDriver:
@@ -46,20 +52,26 @@ class MirrorDriver:
         self.stop_event = threading.Event()
         self.runtimes: dict[str, FlowRuntime] = {}
         self.links: dict[str, ControlLink] = {}
+        self.followers: dict[str, ProgressFollower] = {}
+        self.runs: dict[tuple[str, int], SlotRun] = {}
+        self.slots = 1
         self.ready = False
         self.last_error: str | None = None
         self.started_ms = int(time.time() * 1000)
         self._next_refresh = 0.0
-        self._failures_in_a_row = 0
-        # Status goes out from its own thread: an epoch or a discovery can wait long on a cluster that stopped
-        # answering, and the status must say so meanwhile. `_problems`: (flow, kind) -> what fails right now.
+        self._generation = 0
+        self._failures: dict[tuple[str, int], int] = {}
+        self._not_before: dict[tuple[str, int], float] = {}
+        self._last_progress: dict[tuple[str, str, int], float] = {}
+        # Status goes out from its own thread: a discovery can wait long on a cluster that stopped answering,
+        # and the status must say so meanwhile. `_problems`: (flow, kind) -> what fails right now.
         self.watch = ClusterWatch.for_flows(flows)
         self._problems: dict[tuple[str, str], str] = {}
         self._status_stop = threading.Event()
         self._status_thread: threading.Thread | None = None
 
     def request_stop(self) -> None:
-        """Finish the running epoch, commit, then return from `run`."""
+        """Hand every task over (they commit), then return from `run`."""
         self.stop_event.set()
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
@@ -67,56 +79,245 @@ class MirrorDriver:
         return self.ready and not self.stop_event.is_set(), {"service": "data-mirror", "last_error": self.last_error}
 
     def run(self) -> None:
-        """The main loop; returns after a stop request."""
+        """The main loop; returns after a stop request, once every task handed over."""
         spark = start_spark(spark_conf(self.config.top_level, self.settings.spark_master))
         context = spark.sparkContext
-        tasks = self.settings.tasks or max(1, context.defaultParallelism)
+        parallelism = max(1, context.defaultParallelism)
+        self.slots = self.settings.tasks or max(1, parallelism // len(self.flows))
+        if self.slots * len(self.flows) > parallelism:
+            _log.warning(
+                "more_tasks_than_cores",
+                tasks=self.slots * len(self.flows),
+                cores=parallelism,
+                hint="copy tasks are long-lived: tasks beyond the executor cores wait; lower STRAIT_TASKS or add cores",
+            )
         try:
             for flow in self.flows:
-                self.runtimes[flow.name] = FlowRuntime(flow, tasks=tasks)
-                by_target = [f.name for f in self.flows if f.target == flow.target]
+                runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=self.slots)
+                self.followers[flow.name] = ProgressFollower(
+                    flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
+                )
                 if flow.target not in self.links:
                     self.links[flow.target] = ControlLink(
                         flow.target_admin_props(),
-                        set(by_target),
+                        {f.name for f in self.flows if f.target == flow.target},
                         replication_factor=flow.settings.checkpoints_topic_replication_factor,
                     )
             self.ready = True
-            _log.info("driver_ready", flows=[f.name for f in self.flows], spark_master=context.master, tasks=tasks)
+            _log.info(
+                "driver_ready",
+                flows=[f.name for f in self.flows],
+                spark_master=context.master,
+                tasks_per_flow=self.slots,
+                commit_interval_ms=self.settings.commit_interval_ms,
+            )
             self._status_thread = threading.Thread(target=self._report_periodically, name="status", daemon=True)
             self._status_thread.start()
             while not self.stop_event.is_set():
                 self._refresh_if_due()
-                specs = plan_epoch(
-                    [s for rt in self.runtimes.values() for s in rt.states.values()],
-                    {name: rt.clients for name, rt in self.runtimes.items()},
-                    tasks_per_flow=tasks,
-                    epoch_ms=self.settings.epoch_ms,
-                    now=time.monotonic(),
-                )
-                if not specs:
-                    self.stop_event.wait(min(1.0, max(0.05, self._next_refresh - time.monotonic())))
-                else:
-                    began = time.monotonic()
-                    try:
-                        results: list[TaskResult] = context.parallelize(specs, len(specs)).map(run_task).collect()
-                    except Exception as exc:  # a lost executor or worker: retry the epoch from committed progress
-                        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                        results = [
-                            TaskResult(spec.flow, spec.slot, error=f"spark job failed: {first_line}") for spec in specs
-                        ]
-                    self._apply(results, time.monotonic() - began)
+                self._follow_progress()
+                self._reconcile(context)
+                self.stop_event.wait(LOOP_S)
+            self._hand_over_all()
+            self._follow_progress()
         finally:
             self._status_stop.set()
             if self._status_thread is not None:
                 self._status_thread.join(timeout=30)
             self._publish_status("stopped")
+            for follower in self.followers.values():
+                follower.close()
             for link in self.links.values():
                 link.close()
             spark.stop()
             _log.info("driver_stopped", uptime_s=round(time.time() - self.started_ms / 1000, 1))
 
-    # -- refresh and results -------------------------------------------------------------------------
+    # -- tasks -----------------------------------------------------------------------------------------
+    def _reconcile(self, context: Any) -> None:
+        """Collect ended tasks, ask tasks whose assignment changed to hand over, start what should run."""
+        now = time.monotonic()
+        for runtime in self.runtimes.values():
+            flow = runtime.flow.name
+            plan = assign_slots(list(runtime.states.values()), self.slots)
+            handovers: list[SlotRun] = []
+            for slot in range(self.slots):
+                key = (flow, slot)
+                run = self.runs.get(key)
+                wanted = plan.get(slot, ())
+                if run is not None and run.done:
+                    self._ended(run)
+                    del self.runs[key]
+                    run = None
+                if run is not None:
+                    changed = (
+                        run.spec.partitions != wanted or run.spec.target_producer != runtime.clients.target_producer
+                    )
+                    if changed and not run.handover_requested:
+                        handovers.append(run)
+                elif wanted and now >= self._not_before.get(key, 0.0):
+                    self._start(context, runtime, slot, wanted)
+            if handovers:
+                self._request_handover(runtime, handovers)
+            self.metrics.tasks_running.labels(flow).set(sum(1 for (f, _), r in self.runs.items() if f == flow))
+
+    def _start(self, context: Any, runtime: FlowRuntime, slot: int, partitions: tuple[Any, ...]) -> None:
+        link = self.links[runtime.flow.target]
+        try:
+            control_from = link.control_end_offset()
+        except Exception as exc:  # the target does not answer: try again next round
+            self._problems[(runtime.flow.name, "tasks")] = f"cannot start tasks: control topic: {exc}"
+            return
+        self._generation += 1
+        spec = runtime.clients.task(
+            slot,
+            self._generation,
+            partitions,
+            control_from_offset=control_from,
+            commit_interval_ms=self.settings.commit_interval_ms,
+            blocked_retry_s=self.settings.blocked_retry_s,
+        )
+        self.runs[(runtime.flow.name, slot)] = SlotRun(context, spec).start()
+        self.metrics.task_starts.labels(runtime.flow.name).inc()
+        _log.info(
+            "task_started", flow=runtime.flow.name, slot=slot, generation=spec.generation, partitions=len(partitions)
+        )
+
+    def _ended(self, run: SlotRun) -> None:
+        result = run.result
+        spec = run.spec
+        key = (spec.flow, spec.slot)
+        if result is None or result.error is None:
+            self._failures.pop(key, None)
+            self._problems.pop((spec.flow, "tasks"), None)
+            _log.info(
+                "task_handed_over",
+                flow=spec.flow,
+                slot=spec.slot,
+                generation=spec.generation,
+                records=result.records if result else 0,
+                commits=result.commits if result else 0,
+            )
+            return
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        self._not_before[key] = time.monotonic() + min(MAX_BACKOFF_S, 0.5 * 2 ** min(failures - 1, 5))
+        self.metrics.task_failures.labels(spec.flow).inc()
+        self._error(spec.flow, "task", f"slot {spec.slot}: {result.error}")
+        self._problems[(spec.flow, "tasks")] = f"slot {spec.slot}: {result.error}"
+
+    def _request_handover(self, runtime: FlowRuntime, runs: list[SlotRun]) -> None:
+        try:
+            self.links[runtime.flow.target].request_handover(
+                runtime.flow.name, [(run.spec.slot, run.spec.generation) for run in runs]
+            )
+        except Exception as exc:  # not published: asked again next round
+            self._error(runtime.flow.name, "handover", str(exc))
+            return
+        for run in runs:
+            run.handover_requested = True
+
+    def _hand_over_all(self) -> None:
+        """Stop: every task commits and returns; a task that cannot be reached is cancelled after a bound."""
+        by_flow: dict[str, list[SlotRun]] = {}
+        for (flow, _), run in self.runs.items():
+            by_flow.setdefault(flow, []).append(run)
+        for flow, runs in by_flow.items():
+            self._request_handover(self.runtimes[flow], runs)
+        deadline = time.monotonic() + HANDOVER_WAIT_S
+        for run in self.runs.values():
+            run.join(max(0.0, deadline - time.monotonic()))
+        for run in self.runs.values():
+            if not run.done:
+                _log.warning("task_cancelled", flow=run.spec.flow, slot=run.spec.slot, waited_s=HANDOVER_WAIT_S)
+                run.cancel()
+                run.join(10)
+            self._ended(run)
+        self.runs.clear()
+
+    # -- progress --------------------------------------------------------------------------------------
+    def _follow_progress(self) -> None:
+        for flow, follower in self.followers.items():
+            runtime = self.runtimes[flow]
+            try:
+                updates = follower.poll()
+            except Exception as exc:  # the target does not answer: the next round reads on
+                self._error(flow, "progress", str(exc))
+                continue
+            for key, progress in updates:
+                state = runtime.states.get(key)
+                if state is not None:
+                    self._apply(state, progress)
+
+    def _apply(self, state: PartitionState, progress: Progress) -> None:
+        labels = (state.flow, state.remote_topic, str(state.partition))
+        metrics = self.metrics
+        state.next_offset = progress.next_offset
+        report = progress.report
+        if report is None:
+            return
+        now = time.monotonic()
+        elapsed = now - self._last_progress.get(state.key, now - self.settings.commit_interval_ms / 1000)
+        self._last_progress[state.key] = now
+        if report.end_offset is not None:
+            state.high_watermark = report.end_offset
+        state.records += report.records
+        metrics.record_count.labels(*labels).inc(report.records)
+        metrics.byte_count.labels(*labels).inc(report.bytes)
+        metrics.record_rate.labels(*labels).set(report.records / elapsed if elapsed > 0 else 0)
+        metrics.byte_rate.labels(*labels).set(report.bytes / elapsed if elapsed > 0 else 0)
+        if report.age_ms_avg is not None:
+            metrics.record_age_ms.labels(*labels).set(report.age_ms_avg)
+            metrics.record_age_ms_max.labels(*labels).set(report.age_ms_max or 0)
+        if report.latency_ms_avg is not None:
+            metrics.replication_latency_ms.labels(*labels).set(report.latency_ms_avg)
+            metrics.replication_latency_ms_max.labels(*labels).set(report.latency_ms_max or 0)
+        if report.syncs:
+            metrics.offset_syncs.labels(state.flow).inc(report.syncs)
+        if report.syncs_failed:
+            metrics.offset_syncs_failed.labels(state.flow).inc(report.syncs_failed)
+        if report.expired:
+            metrics.records_expired.labels(*labels).inc(report.expired)
+            _log.warning(
+                "source_records_expired",
+                flow=state.flow,
+                topic=state.source_topic,
+                partition=state.partition,
+                records=report.expired,
+                resumed_at=progress.next_offset,
+            )
+        if report.reset_from is not None:
+            metrics.errors.labels(state.flow, "position_reset").inc()
+            _log.warning(
+                "position_reset",
+                flow=state.flow,
+                topic=state.source_topic,
+                partition=state.partition,
+                committed=report.reset_from,
+                resumed_at=progress.next_offset,
+                why="the topic was made again or the source partition ends before the committed position",
+            )
+        self._apply_block(state, report.blocked_offset, report.blocked_reason)
+        metrics.partition_blocked.labels(*labels).set(1 if state.blocked_at is not None else 0)
+        if state.records_behind is not None:
+            metrics.records_behind.labels(*labels).set(state.records_behind)
+
+    def _apply_block(self, state: PartitionState, offset: int | None, reason: str | None) -> None:
+        if offset is not None and state.blocked_at != offset:
+            _log.error(
+                "record_refused_partition_stopped",
+                flow=state.flow,
+                topic=state.source_topic,
+                partition=state.partition,
+                offset=offset,
+                reason=reason,
+                remote_topic=state.remote_topic,
+            )
+            self.metrics.errors.labels(state.flow, "record_refused").inc()
+            self.last_error = f"{state.source_topic}-{state.partition} offset {offset}: {reason}"
+        elif offset is None and state.blocked_at is not None:
+            _log.info("partition_resumed", flow=state.flow, topic=state.source_topic, partition=state.partition)
+        state.blocked_at, state.block_reason = offset, reason
+
+    # -- refresh ---------------------------------------------------------------------------------------
     def _refresh_if_due(self) -> None:
         triggered = any(link.topics_changed() for link in self.links.values())
         if not triggered and time.monotonic() < self._next_refresh:
@@ -134,93 +335,6 @@ class MirrorDriver:
                 self._problems.pop((runtime.flow.name, "discovery"), None)
         interval = min(rt.flow.settings.refresh_topics_interval_s for rt in self.runtimes.values())
         self._next_refresh = time.monotonic() + interval
-
-    def _apply(self, results: list[TaskResult], seconds: float) -> None:
-        self.metrics.epochs.inc()
-        self.metrics.epoch_seconds.observe(seconds)
-        failed = 0
-        first_failure: dict[str, str] = {}
-        succeeded: set[str] = set()
-        for task in results:
-            runtime = self.runtimes[task.flow]
-            if task.error is not None:
-                failed += 1
-                self._error(task.flow, "task", f"slot {task.slot}: {task.error}")
-                first_failure.setdefault(task.flow, f"slot {task.slot}: {task.error}")
-            else:
-                succeeded.add(task.flow)
-            for result in task.partitions:
-                state = runtime.states.get((result.source_topic, result.partition))
-                if state is not None:
-                    self._apply_partition(state, result, task.duration_s)
-        for flow in {task.flow for task in results}:
-            if flow in succeeded:
-                self._problems.pop((flow, "tasks"), None)
-            else:  # no task of the flow copied anything this epoch: the flow is down, not one partition
-                self._problems[(flow, "tasks")] = f"every task failed: {first_failure[flow]}"
-        self._failures_in_a_row = self._failures_in_a_row + 1 if failed == len(results) else 0
-        if self._failures_in_a_row:
-            self.stop_event.wait(min(10.0, 0.5 * 2 ** min(self._failures_in_a_row, 5)))
-
-    def _apply_partition(self, state: PartitionState, result: PartitionResult, seconds: float) -> None:
-        labels = (state.flow, state.remote_topic, str(state.partition))
-        metrics = self.metrics
-        _log.debug(
-            "partition_epoch",
-            topic=state.source_topic,
-            partition=state.partition,
-            start=result.start_offset,
-            next=result.next_offset,
-            records=result.records,
-            first=result.first_sync,
-            last=result.last_sync,
-            failed=result.failed_offset,
-        )
-        if result.expired_records:
-            metrics.records_expired.labels(*labels).inc(result.expired_records)
-            _log.warning(
-                "source_records_expired",
-                flow=state.flow,
-                topic=state.source_topic,
-                partition=state.partition,
-                records=result.expired_records,
-                resumed_at=result.start_offset,
-            )
-        if result.failed_offset is not None:
-            if state.blocked_at != result.failed_offset:
-                _log.error(
-                    "record_refused_partition_stopped",
-                    flow=state.flow,
-                    topic=state.source_topic,
-                    partition=state.partition,
-                    offset=result.failed_offset,
-                    reason=result.failure,
-                    remote_topic=state.remote_topic,
-                )
-                metrics.errors.labels(state.flow, "record_refused").inc()
-            state.blocked_at, state.block_reason = result.failed_offset, result.failure
-            state.retry_at = time.monotonic() + self.settings.blocked_retry_s
-            self.last_error = f"{state.source_topic}-{state.partition} offset {result.failed_offset}: {result.failure}"
-        elif state.blocked_at is not None and result.next_offset > state.blocked_at:
-            _log.info("partition_resumed", flow=state.flow, topic=state.source_topic, partition=state.partition)
-            state.blocked_at = state.block_reason = None
-        metrics.partition_blocked.labels(*labels).set(1 if state.blocked_at is not None else 0)
-        state.next_offset = result.next_offset
-        state.high_watermark = result.high_watermark
-        state.records += result.records
-        metrics.record_count.labels(*labels).inc(result.records)
-        metrics.byte_count.labels(*labels).inc(result.bytes)
-        metrics.record_rate.labels(*labels).set(result.records / seconds if seconds else 0)
-        metrics.byte_rate.labels(*labels).set(result.bytes / seconds if seconds else 0)
-        if result.records:
-            metrics.record_age_ms.labels(*labels).set(result.age_ms_sum / result.records)
-            metrics.record_age_ms_max.labels(*labels).set(result.age_ms_max)
-            metrics.replication_latency_ms.labels(*labels).set(result.latency_ms_sum / result.records)
-            metrics.replication_latency_ms_max.labels(*labels).set(result.latency_ms_max)
-        if state.records_behind is not None:
-            metrics.records_behind.labels(*labels).set(state.records_behind)
-        if result.syncs_written:
-            metrics.offset_syncs.labels(state.flow).inc(result.syncs_written)
 
     def _error(self, flow: str, kind: str, message: str) -> None:
         self.last_error = f"{flow}: {message}"

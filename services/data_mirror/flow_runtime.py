@@ -7,11 +7,12 @@ import time
 
 import structlog
 
-from services.data_mirror.discovery import discover, earliest_offsets, max_message_bytes, topic_ids
+from services.data_mirror.discovery import discover, max_message_bytes, topic_ids
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
+from services.data_mirror.work import transactional_id
 from shared.config import FlowConfig
-from shared.control import progress_topic
+from shared.control import CONTROL_TOPIC, progress_topic
 from shared.flow_topics import FlowTopics
 from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
@@ -43,9 +44,11 @@ class FlowRuntime:
             source_consumer=consumer_props,
             source_admin=flow.source_admin_props(),
             target_producer=flow.target_producer_props(),
+            target_consumer=flow.target_consumer_props(),
             sync_producer=sync_props,
             offset_syncs_topic=syncs_topic,
             progress_topic=progress_topic(flow.source),
+            control_topic=CONTROL_TOPIC,
             exactly_once=settings.exactly_once_enabled,
             offset_lag_max=settings.offset_lag_max,
             emit_offset_syncs=settings.emit_offset_syncs_enabled,
@@ -68,11 +71,15 @@ class FlowRuntime:
         _log.info("flow_loaded", flow=flow.name, partitions_with_progress=len(self.committed), syncs_topic=syncs_topic)
 
     def _fence_previous_transactions(self, tasks: int) -> None:
-        """Abort transactions a killed predecessor left open, so the progress topic reads to its end now."""
+        """Abort transactions a killed predecessor left open (also of slots a smaller slot count no longer has).
+
+        Each task fences its own slot when it starts; this also covers slots a previous run had and this one
+        does not, so the progress topic reads to its end now.
+        """
         for slot in range(max(tasks, 8)):
             producer = confluent_producer(
                 self.flow.target_producer_props(),
-                **{"transactional.id": f"strait-data-mirror.{self.flow.name}.{slot}", "enable.idempotence": True},
+                **{"transactional.id": transactional_id(self.flow.name, slot), "enable.idempotence": True},
             )
             producer.init_transactions(30)
             producer.flush(5)
@@ -133,11 +140,7 @@ class FlowRuntime:
         )
 
     def _copy_again(self, recreated: dict[str, tuple[tuple[bool, bool], list[PartitionState]]]) -> None:
-        """Restart partitions whose source or remote topic was made anew from the source's earliest offset."""
-        if not recreated:
-            return
-        states = [state for _, group in recreated.values() for state in group]
-        earliest = earliest_offsets(self.source_admin, [(s.source_topic, s.partition) for s in states])
+        """Say which topics were made anew: their tasks see the new ids and copy them again from the start."""
         for topic, ((source_side, remote_side), group) in recreated.items():
             _log.warning(
                 "topic_recreated_copying_again",
@@ -149,8 +152,6 @@ class FlowRuntime:
                 partitions=len(group),
                 was_at=[state.next_offset for state in group],
             )
-            for state in group:
-                state.restart_from(earliest.get((state.source_topic, state.partition), 0))
 
     def _note_missing(self, removed_topics: set[str], mirrored: set[str]) -> None:
         """Log once when a topic stops being mirrored, and keep `gone` (source topics no longer there) current."""
@@ -175,19 +176,6 @@ class FlowRuntime:
         if str(batch) != self.clients.target_producer.get("batch.size"):
             producer = {**self.clients.target_producer, "batch.size": str(batch)}
             self.clients = dataclasses.replace(self.clients, target_producer=producer)
-
-    def blocked(self) -> list[PartitionState]:
-        """Partitions whose next record the target refused."""
-        return [state for state in self.states.values() if state.blocked_at is not None]
-
-    def records_behind(self) -> int:
-        """Sum of known records behind."""
-        return sum(state.records_behind or 0 for state in self.states.values())
-
-    @staticmethod
-    def now() -> float:
-        """Monotonic clock used for retry times."""
-        return time.monotonic()
 
 
 def _made_again(known: str | None, current: str | None) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 PARTITION = ("flow", "topic", "partition")  # topic: the remote topic, as MM2 labels its metrics
 
@@ -18,10 +18,16 @@ class MirrorMetrics:
             "strait_mirror_byte_count", "record value bytes copied (MM2 byte-count)", PARTITION, registry=registry
         )
         self.record_rate = Gauge(
-            "strait_mirror_record_rate", "records/s over the last epoch (MM2 record-rate)", PARTITION, registry=registry
+            "strait_mirror_record_rate",
+            "records/s over the last commit interval (MM2 record-rate)",
+            PARTITION,
+            registry=registry,
         )
         self.byte_rate = Gauge(
-            "strait_mirror_byte_rate", "value bytes/s over the last epoch (MM2 byte-rate)", PARTITION, registry=registry
+            "strait_mirror_byte_rate",
+            "value bytes/s over the last commit interval (MM2 byte-rate)",
+            PARTITION,
+            registry=registry,
         )
         self.record_age_ms = Gauge(
             "strait_mirror_record_age_ms",
@@ -30,7 +36,10 @@ class MirrorMetrics:
             registry=registry,
         )
         self.record_age_ms_max = Gauge(
-            "strait_mirror_record_age_ms_max", "max record age at poll in the last epoch", PARTITION, registry=registry
+            "strait_mirror_record_age_ms_max",
+            "max record age at poll in the last commit interval",
+            PARTITION,
+            registry=registry,
         )
         self.replication_latency_ms = Gauge(
             "strait_mirror_replication_latency_ms",
@@ -40,7 +49,7 @@ class MirrorMetrics:
         )
         self.replication_latency_ms_max = Gauge(
             "strait_mirror_replication_latency_ms_max",
-            "max replication latency in the last epoch",
+            "max replication latency in the last commit interval",
             PARTITION,
             registry=registry,
         )
@@ -61,12 +70,18 @@ class MirrorMetrics:
         )
         self.offset_syncs = Counter("strait_mirror_offset_syncs", "offset syncs written", ("flow",), registry=registry)
         self.errors = Counter("strait_mirror_errors", "errors by kind", ("flow", "kind"), registry=registry)
-        self.epochs = Counter("strait_mirror_epochs", "epochs run", registry=registry)
-        self.epoch_seconds = Histogram(
-            "strait_mirror_epoch_seconds",
-            "wall time of an epoch",
+        self.task_starts = Counter(
+            "strait_mirror_task_starts",
+            "long-lived copy tasks started (one Spark job each): only when the assignment changes or a task failed",
+            ("flow",),
             registry=registry,
-            buckets=(0.25, 0.5, 1, 2, 4, 8, 16, 32),
+        )
+        self.task_failures = Counter(
+            "strait_mirror_task_failures", "copy tasks that ended with an error", ("flow",), registry=registry
+        )
+        self.tasks_running = Gauge("strait_mirror_tasks_running", "copy tasks running", ("flow",), registry=registry)
+        self.offset_syncs_failed = Counter(
+            "strait_mirror_offset_syncs_failed", "offset syncs the broker did not take", ("flow",), registry=registry
         )
         self.partitions = Gauge("strait_mirror_partitions", "partitions mirrored", ("flow",), registry=registry)
         self.topics_waiting = Gauge(

@@ -1,12 +1,14 @@
-"""Epoch planning in plain Python (no Spark): which partitions each task copies, from where, up to where.
+"""Slot planning in plain Python (no Spark): which long-lived task slot owns which source partitions.
 
-Invariant: a partition appears in at most one task per epoch, and a partition the target refused is
-only copied up to the refused offset until its retry time comes.
+Invariants: a partition is in exactly one slot of its flow; its slot depends only on its topic, its number
+and the slot count, so it keeps its slot across re-plans (adding a topic or a partition moves nothing else)
+and across driver restarts with the same slot count.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass
 
 from services.data_mirror.work import PartitionWork, TaskSpec
 
@@ -19,18 +21,53 @@ class FlowClients:
     source_consumer: dict[str, str]
     source_admin: dict[str, str]
     target_producer: dict[str, str]
+    target_consumer: dict[str, str]
     sync_producer: dict[str, str]
     offset_syncs_topic: str
     progress_topic: str
+    control_topic: str
     exactly_once: bool
     offset_lag_max: int
     emit_offset_syncs: bool
     reset_to_latest: bool
 
+    def task(
+        self,
+        slot: int,
+        generation: int,
+        partitions: tuple[PartitionWork, ...],
+        *,
+        control_from_offset: int,
+        commit_interval_ms: int,
+        blocked_retry_s: float,
+    ) -> TaskSpec:
+        """The spec of one long-lived task of this flow."""
+        return TaskSpec(
+            flow=self.flow,
+            slot=slot,
+            generation=generation,
+            partitions=partitions,
+            source_consumer=self.source_consumer,
+            source_admin=self.source_admin,
+            target_producer=self.target_producer,
+            target_consumer=self.target_consumer,
+            sync_producer=self.sync_producer,
+            offset_syncs_topic=self.offset_syncs_topic,
+            progress_topic=self.progress_topic,
+            control_topic=self.control_topic,
+            control_from_offset=control_from_offset,
+            exactly_once=self.exactly_once,
+            offset_lag_max=self.offset_lag_max,
+            emit_offset_syncs=self.emit_offset_syncs,
+            reset_to_latest=self.reset_to_latest,
+            commit_interval_ms=commit_interval_ms,
+            blocked_retry_s=blocked_retry_s,
+        )
+
 
 @dataclass
 class PartitionState:
-    """The driver's view of one mirrored partition across epochs."""
+    """The driver's view of one mirrored partition, learnt from the progress records its task commits."""
 
     flow: str
     source_topic: str
@@ -41,9 +78,7 @@ class PartitionState:
     blocked_at: int | None = None
     max_record_bytes: int | None = None
     block_reason: str | None = None
-    retry_at: float = 0.0
     records: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
     source_topic_id: str | None = None
     remote_topic_id: str | None = None
 
@@ -52,12 +87,6 @@ class PartitionState:
         """(flow, source topic, partition)."""
         return (self.flow, self.source_topic, self.partition)
 
-    def restart_from(self, offset: int) -> None:
-        """Copy again from `offset` (the topic on either side was made anew): forget a refused record too."""
-        self.next_offset = offset
-        self.blocked_at = self.block_reason = None
-        self.retry_at = 0.0
-
     @property
     def records_behind(self) -> int | None:
         """Source end offset minus the next offset to copy, when both are known."""
@@ -65,58 +94,26 @@ class PartitionState:
             return None
         return max(0, self.high_watermark - self.next_offset)
 
-    def work(self, now: float) -> PartitionWork | None:
-        """This epoch's work for the partition, or None when it is blocked right at the refused offset."""
-        stop_before = self.blocked_at if self.blocked_at is not None and now < self.retry_at else None
-        if stop_before is not None and self.next_offset is not None and self.next_offset >= stop_before:
-            return None
+    def work(self) -> PartitionWork:
+        """What a task needs to copy this partition."""
         return PartitionWork(
-            self.flow,
             self.source_topic,
             self.partition,
             self.remote_topic,
-            self.next_offset,
-            stop_before,
             self.max_record_bytes,
             self.source_topic_id,
             self.remote_topic_id,
         )
 
 
-def plan_epoch(
-    states: list[PartitionState], flows: dict[str, FlowClients], *, tasks_per_flow: int, epoch_ms: int, now: float
-) -> list[TaskSpec]:
-    """Spread each flow's partitions round-robin over at most `tasks_per_flow` tasks (stable slots)."""
-    specs: list[TaskSpec] = []
-    for flow_name, clients in sorted(flows.items()):
-        work = [
-            item
-            for state in sorted((s for s in states if s.flow == flow_name), key=lambda s: s.key)
-            if (item := state.work(now)) is not None
-        ]
-        if not work:
-            continue
-        slots = max(1, min(tasks_per_flow, len(work)))
-        buckets: list[list[PartitionWork]] = [[] for _ in range(slots)]
-        for index, item in enumerate(work):
-            buckets[index % slots].append(item)
-        specs.extend(
-            TaskSpec(
-                flow=flow_name,
-                slot=slot,
-                partitions=tuple(bucket),
-                source_consumer=clients.source_consumer,
-                source_admin=clients.source_admin,
-                target_producer=clients.target_producer,
-                sync_producer=clients.sync_producer,
-                offset_syncs_topic=clients.offset_syncs_topic,
-                progress_topic=clients.progress_topic,
-                exactly_once=clients.exactly_once,
-                offset_lag_max=clients.offset_lag_max,
-                emit_offset_syncs=clients.emit_offset_syncs,
-                epoch_ms=epoch_ms,
-                reset_to_latest=clients.reset_to_latest,
-            )
-            for slot, bucket in enumerate(buckets)
-        )
-    return specs
+def slot_of(topic: str, partition: int, slots: int) -> int:
+    """A partition's slot: consecutive partitions of a topic on consecutive slots, from a per-topic start."""
+    return (zlib.crc32(topic.encode()) + partition) % slots
+
+
+def assign_slots(states: list[PartitionState], slots: int) -> dict[int, tuple[PartitionWork, ...]]:
+    """slot -> the partitions it copies (sorted), for one flow's partitions; slots without work are left out."""
+    buckets: dict[int, list[PartitionWork]] = {}
+    for state in sorted(states, key=lambda s: s.key):
+        buckets.setdefault(slot_of(state.source_topic, state.partition, slots), []).append(state.work())
+    return {slot: tuple(works) for slot, works in sorted(buckets.items())}

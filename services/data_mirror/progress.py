@@ -1,13 +1,17 @@
 """data-mirror's progress records on `strait.offsets.<source>.internal`: next source offset per partition.
 
-Key and value are compact JSON so operators can read them with any console consumer.
+Key and value are compact JSON so operators can read them with any console consumer. A copy task writes one
+per partition each commit interval in which something changed; besides the position it carries what the task
+saw since its previous record (`CopyReport`), which is how the driver learns counts, lag and refusals from
+long-lived tasks without a per-epoch result.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from shared.errors import CodecError
 
@@ -37,6 +41,41 @@ class ProgressKey:
 
 
 @dataclass(frozen=True)
+class CopyReport:
+    """What a task did for one partition since its previous progress record (counts are deltas)."""
+
+    records: int = 0
+    bytes: int = 0
+    latency_ms_avg: float | None = None
+    latency_ms_max: float | None = None
+    age_ms_avg: float | None = None
+    age_ms_max: float | None = None
+    end_offset: int | None = None  # the source partition's end offset as the task last saw it
+    expired: int = 0  # records deleted by source retention before they were copied
+    reset_from: int | None = None  # a committed position past the source's end, reset by auto.offset.reset
+    blocked_offset: int | None = None  # the record the target refuses; nothing at or after it is copied
+    blocked_reason: str | None = None
+    blocked_since_ms: int | None = None
+    syncs: int = 0
+    syncs_failed: int = 0
+
+    def encode(self) -> dict[str, Any]:
+        """Only the fields that say something (keeps the record small)."""
+        return {name: value for name, value in asdict(self).items() if value not in (None, 0)}
+
+    @classmethod
+    def decode(cls, raw: object) -> CopyReport | None:
+        """Best effort: a report is for metrics and status only, so a malformed one is None, not an error."""
+        if not isinstance(raw, dict):
+            return None
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in raw.items() if k in known})
+        except TypeError:
+            return None
+
+
+@dataclass(frozen=True)
 class Progress:
     """A committed position, and the ids of the source and remote topics it was copied between (when known).
 
@@ -47,17 +86,24 @@ class Progress:
     next_offset: int
     source_topic_id: str | None = None
     remote_topic_id: str | None = None
+    report: CopyReport | None = None
 
 
 def encode_progress(
-    next_offset: int, *, source_topic_id: str | None = None, remote_topic_id: str | None = None
+    next_offset: int,
+    *,
+    source_topic_id: str | None = None,
+    remote_topic_id: str | None = None,
+    report: CopyReport | None = None,
 ) -> bytes:
-    """The value: the next source offset to copy, when it was committed and the topic ids it refers to."""
+    """The value: the next source offset to copy, when it was committed, the topic ids and the task's report."""
     value: dict[str, object] = {"next_offset": next_offset, "ts": int(time.time() * 1000)}
     if source_topic_id:
         value["source_topic_id"] = source_topic_id
     if remote_topic_id:
         value["remote_topic_id"] = remote_topic_id
+    if report is not None:
+        value["report"] = report.encode()
     return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -72,7 +118,7 @@ def decode_progress_record(raw: bytes) -> Progress:
         raise CodecError(f"progress next_offset is not a non-negative integer: {offset!r}")
     ids = [value.get(name) for name in ("source_topic_id", "remote_topic_id")]
     source_id, remote_id = (item if isinstance(item, str) and item else None for item in ids)
-    return Progress(offset, source_id, remote_id)
+    return Progress(offset, source_id, remote_id, CopyReport.decode(value.get("report")))
 
 
 def decode_progress(raw: bytes) -> int:

@@ -8,11 +8,19 @@ from shared.config.service_settings import ServiceSettings
 
 
 class DataMirrorSettings(ServiceSettings):
-    """Epoch length, task count and Spark master; `spark.*` keys in the config file pass through too."""
+    """Commit interval, task count and Spark master; `spark.*` keys in the config file pass through too."""
 
     metrics_port: int = Field(default=9401, ge=0, le=65535)
-    epoch_ms: int = Field(default=1000, ge=50, description="how long each Spark task copies before committing")
-    tasks: int = Field(default=0, ge=0, description="Spark tasks per flow per epoch; 0: Spark's default parallelism")
+    commit_interval_ms: int = Field(
+        default=1000,
+        ge=50,
+        description="how often each copy task commits its progress (and, exactly-once, its transaction)",
+    )
+    tasks: int = Field(
+        default=0,
+        ge=0,
+        description="long-lived copy tasks per flow; 0: Spark's default parallelism shared by the flows",
+    )
     spark_master: str = Field(default="", description="overrides spark.master from the config (default local[*])")
     blocked_retry_s: float = Field(default=30, gt=0, description="how often a refused record is tried again")
     status_interval_s: float = Field(default=5, gt=0)

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 LOCAL_DEFAULTS = {
     "spark.app.name": "strait-data-mirror",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",  # its bar is not JSON and never ends with long-lived jobs
     "spark.python.worker.reuse": "true",
     "spark.task.maxFailures": "1",
     "spark.driver.memory": "1g",

@@ -1,44 +1,55 @@
-"""When a mirrored record needs an offset sync: MM2's rules, plus one sync at each epoch's first record.
+"""When a mirrored record needs an offset sync: MM2's rules, plus one wherever the target offsets jump.
 
-MM2 writes a sync for the first record of its lifetime, when the downstream offset drifted
-`offset.lag.max` past the last sync, when upstream offsets skip (compaction, transaction markers) and
-when the downstream offset goes backwards. Strait also syncs the first and last record a task delivers
-per partition in each epoch, so that every discontinuity (a retried task, a restart) sits between two
-syncs whose offset deltas differ; that is what lets the translation index be exact within a run.
+MM2 writes a sync for the first record of a task's life, when the downstream offset drifted `offset.lag.max`
+past the last sync, when upstream offsets skip (compaction, transaction markers) and when the downstream
+offset goes backwards. Strait also syncs where downstream offsets skip (its own transaction markers) and the
+last record delivered before each commit, so every discontinuity (a restart, a marker) sits between two syncs
+whose offset deltas differ: that is what lets the translation index be exact within a run.
+
+Syncs wait in memory until the next commit; at most `max_pending` per partition, so a transactional or
+compacted source (a skip every few records) cannot grow memory or the syncs topic without bound. A sync left
+out only costs precision: the next one written has a different delta, so no run spans the gap.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+MAX_PENDING_SYNCS = 100
 
 
 @dataclass
 class SyncTracker:
-    """Per-partition state of the sync decision within one task's epoch."""
+    """Per-partition sync decisions over a task's life, fed with each acknowledged (upstream, downstream) pair."""
 
     offset_lag_max: int
+    max_pending: int = MAX_PENDING_SYNCS
     last_sync_downstream: int = -1
-    previous_upstream: int = -1
-    previous_downstream: int = -1
-    pending_last: tuple[int, int] | None = None
+    previous_upstream: int = -2
+    previous_downstream: int = -2
+    pending: list[tuple[int, int]] = field(default_factory=list)
+    left_out: int = 0
+    _last_synced: bool = True
 
-    def should_sync(self, upstream: int, downstream: int) -> bool:
-        """Record a delivered record; True if a sync must be written for it."""
-        first = self.last_sync_downstream == -1
-        too_stale = downstream - (self.last_sync_downstream + 1) >= self.offset_lag_max
-        skipped_upstream = upstream - self.previous_upstream != 1
-        downstream_rewound = downstream < self.previous_downstream
+    def delivered(self, upstream: int, downstream: int) -> None:
+        """Record an acknowledged record; queue a sync for it when a rule asks for one."""
+        jumped = upstream != self.previous_upstream + 1 or downstream != self.previous_downstream + 1
         self.previous_upstream, self.previous_downstream = upstream, downstream
-        if first or too_stale or skipped_upstream or downstream_rewound:
+        if jumped or downstream - self.last_sync_downstream - 1 >= self.offset_lag_max:
             self.last_sync_downstream = downstream
-            self.pending_last = None
-            return True
-        self.pending_last = (upstream, downstream)
-        return False
+            self._last_synced = len(self.pending) < self.max_pending
+            if self._last_synced:
+                self.pending.append((upstream, downstream))
+            else:
+                self.left_out += 1
+        else:
+            self._last_synced = False
 
-    def closing_sync(self) -> tuple[int, int] | None:
-        """The epoch's last delivered record if it has no sync yet (written when the epoch ends)."""
-        last, self.pending_last = self.pending_last, None
-        if last is not None:
-            self.last_sync_downstream = last[1]
-        return last
+    def take(self) -> list[tuple[int, int]]:
+        """The syncs to write at a commit: the queued ones and the last delivered record if it has none yet."""
+        syncs, self.pending = self.pending, []
+        if not self._last_synced and self.previous_upstream >= 0:
+            syncs.append((self.previous_upstream, self.previous_downstream))
+            self.last_sync_downstream = self.previous_downstream
+            self._last_synced = True
+        return syncs

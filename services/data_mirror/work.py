@@ -1,89 +1,79 @@
-"""What the driver hands a Spark task and what the task hands back: small, picklable, no records."""
+"""What the driver hands a long-lived copy task and what the task hands back: small, picklable, no records."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class SyncPoint:
-    """An (upstream, downstream) offset pair of one mirrored record."""
-
-    upstream: int
-    downstream: int
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class PartitionWork:
-    """Copy `source_topic`/`partition` to the same partition of `remote_topic` from `start_offset`.
+    """Copy `source_topic`/`partition` to the same partition of `remote_topic`.
 
-    `start_offset` None means "no progress yet": the task resolves it with the reset policy and reports it.
-    `stop_before` keeps the task short of an offset the target refused before. The topic ids (when known) are
-    written with the progress, so a restart notices a topic that was deleted and made again meanwhile.
+    There is no start offset: a task always starts from the progress committed on the target. The topic ids
+    (when known) are the topics' ids now; committed progress written for other ids means a topic was deleted
+    and made again, so the task copies it again from the start.
     """
 
-    flow: str
     source_topic: str
     partition: int
     remote_topic: str
-    start_offset: int | None
-    stop_before: int | None = None
     max_record_bytes: int | None = None
     source_topic_id: str | None = None
     remote_topic_id: str | None = None
 
+    @property
+    def key(self) -> tuple[str, int]:
+        """(source topic, partition)."""
+        return (self.source_topic, self.partition)
+
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One Spark task of one epoch: partitions of one flow plus everything needed to reach both clusters."""
+    """One long-lived copy task: a slot of one flow, its partitions and what it needs to reach both clusters.
+
+    The task runs until the driver asks this (slot, generation) to hand over on the control topic, read from
+    `control_from_offset` on, or until it fails.
+    """
 
     flow: str
     slot: int
+    generation: int
     partitions: tuple[PartitionWork, ...]
     source_consumer: dict[str, str]
     source_admin: dict[str, str]
     target_producer: dict[str, str]
+    target_consumer: dict[str, str]
     sync_producer: dict[str, str]
     offset_syncs_topic: str
     progress_topic: str
+    control_topic: str
+    control_from_offset: int
     exactly_once: bool
     offset_lag_max: int
     emit_offset_syncs: bool
-    epoch_ms: int
     reset_to_latest: bool
-    max_records_per_partition: int = 1_000_000
+    commit_interval_ms: int
+    blocked_retry_s: float
+
+    @property
+    def transactional_id(self) -> str | None:
+        """Stable per (flow, slot): a new task of the slot fences any earlier one that may still be open."""
+        return transactional_id(self.flow, self.slot) if self.exactly_once else None
 
 
-@dataclass
-class PartitionResult:
-    """What one partition did in one epoch (counts and offsets only)."""
-
-    source_topic: str
-    partition: int
-    remote_topic: str
-    start_offset: int
-    next_offset: int
-    records: int = 0
-    bytes: int = 0
-    high_watermark: int | None = None
-    first_sync: SyncPoint | None = None
-    last_sync: SyncPoint | None = None
-    syncs_written: int = 0
-    age_ms_sum: float = 0.0
-    age_ms_max: float = 0.0
-    latency_ms_sum: float = 0.0
-    latency_ms_max: float = 0.0
-    failed_offset: int | None = None
-    failure: str | None = None
-    expired_records: int = 0
+def transactional_id(flow: str, slot: int) -> str:
+    """The one place the copy tasks' transactional ids are named."""
+    return f"strait-data-mirror.{flow}.{slot}"
 
 
 @dataclass
 class TaskResult:
-    """One task's partitions, plus a task-level error that aborted the whole epoch for it (if any)."""
+    """How a task ended: handed over cleanly (`error` None) or failed, with what it copied in its life."""
 
     flow: str
     slot: int
-    partitions: list[PartitionResult] = field(default_factory=list)
+    generation: int
     error: str | None = None
+    records: int = 0
+    commits: int = 0
     duration_s: float = 0.0

@@ -12,13 +12,14 @@ from shared.control.events import (
     ConfigChanged,
     FlowPaused,
     FlowResumed,
+    MirrorHandover,
     ServiceStatus,
     TopicsChanged,
 )
 
 _log = structlog.get_logger(__name__)
 
-Event = TopicsChanged | ConfigChanged | FlowPaused | FlowResumed | ServiceStatus
+Event = TopicsChanged | ConfigChanged | FlowPaused | FlowResumed | MirrorHandover | ServiceStatus
 
 
 def encode_event(event: BaseModel) -> bytes:
@@ -59,5 +60,5 @@ def decode_event(value: bytes | None, *, topic: str | None = None, offset: int |
     except ValidationError as exc:
         skip("invalid fields", type=event_type, errors=exc.error_count())
         return None
-    assert isinstance(event, TopicsChanged | ConfigChanged | FlowPaused | FlowResumed | ServiceStatus)
+    assert isinstance(event, Event)
     return event

@@ -63,6 +63,20 @@ class FlowResumed(_Event):
     type: Literal["flow-resumed"] = "flow-resumed"
 
 
+class MirrorHandover(_Event):
+    """data-mirror's driver asks running copy tasks to commit and return: their partitions move, or it stops.
+
+    `tasks` lists [slot, generation] pairs, so a task started later for the same slot is never stopped by it.
+    """
+
+    type: Literal["mirror-handover"] = "mirror-handover"
+    tasks: tuple[tuple[int, int], ...]
+
+    def names(self, slot: int, generation: int) -> bool:
+        """True if the task of `slot` started as `generation` is asked to hand over."""
+        return (slot, generation) in self.tasks
+
+
 class ServiceStatus(_Event):
     """The latest status of one service instance (keyed by instance on the compacted status topic)."""
 
@@ -77,12 +91,14 @@ class ServiceStatus(_Event):
 
 
 ControlEvent = Annotated[
-    TopicsChanged | ConfigChanged | FlowPaused | FlowResumed | ServiceStatus, Field(discriminator="type")
+    TopicsChanged | ConfigChanged | FlowPaused | FlowResumed | MirrorHandover | ServiceStatus,
+    Field(discriminator="type"),
 ]
 EVENT_TYPES: dict[str, type[_Event]] = {
     "topics-changed": TopicsChanged,
     "config-changed": ConfigChanged,
     "flow-paused": FlowPaused,
     "flow-resumed": FlowResumed,
+    "mirror-handover": MirrorHandover,
     "status": ServiceStatus,
 }

@@ -224,7 +224,7 @@ def mirrored(
             "A2->B": {"topics": f"br-{unique}-txn-committed", "source.consumer.isolation.level": "read_committed"},
         },
     )
-    with ServiceProcess("data_mirror", config, tmp, env={"STRAIT_EPOCH_MS": "500"}) as mirror:
+    with ServiceProcess("data_mirror", config, tmp, env={"STRAIT_COMMIT_INTERVAL_MS": "500"}) as mirror:
         mirror.wait_for_log("driver_ready", timeout_s=WAIT_S)
         yield Mirrored(mirror, a, b, unique)
         assert mirror.stop() == 0, mirror.tail()

@@ -66,7 +66,7 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
         make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=4)
         _fill(cluster_a, topic, partitions=4, per_partition=25_000, start_ts=int(time.time() * 1000) - 3_600_000)
     config = _config(tmp_path, cluster_a, cluster_b, f"dm-{unique}-.*")
-    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "500"}) as mirror:
+    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "500"}) as mirror:
         mirror.wait_for_log("driver_ready")
         for topic in topics:
             target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=100_000, timeout_s=240)
@@ -126,14 +126,14 @@ def test_kill_9_mid_stream_loses_nothing(
     flow = {"exactly.once.support": "enabled"} if exactly_once else {}
     config = _config(tmp_path, cluster_a, cluster_b, topic, **flow)
     target = cluster_b.client_properties()
-    first = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "300"}).start()
+    first = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}).start()
     try:
         _wait_until(lambda: _end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
     finally:
         first.kill()
     assert _end_offsets_sum(target, f"A.{topic}", partitions) < total, "the crash came too late to test anything"
 
-    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "300"}) as second:
+    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as second:
         isolation = "read_committed" if exactly_once else "read_uncommitted"
         records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level=isolation)
         time.sleep(2)

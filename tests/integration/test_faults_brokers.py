@@ -153,7 +153,7 @@ class Scenario:
 
 
 def _start_mirror(config: Path, log_dir: Path) -> ServiceProcess:
-    mirror = ServiceProcess("data_mirror", config, log_dir, env={"STRAIT_EPOCH_MS": "500"}).start()
+    mirror = ServiceProcess("data_mirror", config, log_dir, env={"STRAIT_COMMIT_INTERVAL_MS": "500"}).start()
     try:
         mirror.wait_for_log("driver_ready", timeout_s=240)
     except BaseException:

@@ -229,7 +229,7 @@ def test_checkpoint_killed_mid_work_keeps_checkpoints_monotonic_and_ends_exact(
     make_topic(b, remote, partitions=2)  # what topic-sync would do
     for p in range(2):
         produce(a, topic, [(None, f"{p}:{i}".encode()) for i in range(per_partition)], partition=p)
-    mirror = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_EPOCH_MS": "300"}).start()
+    mirror = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}).start()
     first = ServiceProcess("checkpoint", config, tmp_path, env=STATUS_EVERY_1S).start()
     second: ServiceProcess | None = None
     try:

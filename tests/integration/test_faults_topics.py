@@ -38,7 +38,7 @@ from tests.support.kafka_io import make_topic, produce
 from tests.support.replica_check import ReplicaReport, compare_topics
 from tests.support.service_process import ServiceProcess
 
-MIRROR_ENV = {"STRAIT_EPOCH_MS": "300", "STRAIT_STATUS_INTERVAL_S": "1", "STRAIT_BLOCKED_RETRY_S": "2"}
+MIRROR_ENV = {"STRAIT_COMMIT_INTERVAL_MS": "300", "STRAIT_STATUS_INTERVAL_S": "1", "STRAIT_BLOCKED_RETRY_S": "2"}
 
 
 class Writer:

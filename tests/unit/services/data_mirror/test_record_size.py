@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from services.data_mirror.executor import _record_size, _surely_fits
+from services.data_mirror.record_size import record_size, surely_fits
 
 
 def _batch_bytes(key: bytes | None, value: bytes | None) -> int:
@@ -31,7 +31,7 @@ def _batch_bytes(key: bytes | None, value: bytes | None) -> int:
 @pytest.mark.parametrize("key", [None, b"", b"k" * 200])
 def test_exact_size_matches_the_wire_format(key: bytes | None, value_len: int) -> None:
     value = b"v" * value_len
-    assert _record_size(key, value, None) == _batch_bytes(key, value)
+    assert record_size(key, value, None) == _batch_bytes(key, value)
 
 
 def test_the_shortcut_only_answers_when_the_record_fits() -> None:
@@ -40,10 +40,10 @@ def test_the_shortcut_only_answers_when_the_record_fits() -> None:
         key = None if rng.random() < 0.3 else b"k" * rng.randrange(0, 300)
         value = None if rng.random() < 0.1 else b"v" * rng.randrange(0, 70_000)
         limit = rng.randrange(1, 70_500)
-        if _surely_fits(key, value, None, limit):
-            assert _record_size(key, value, None) <= limit
+        if surely_fits(key, value, None, limit):
+            assert record_size(key, value, None) <= limit
     # Near the limit the shortcut defers to the exact count, so a record of exactly the limit is still copied.
     value = b"v" * 1000
-    exact = _record_size(None, value, None)
-    assert not _surely_fits(None, value, None, exact)
-    assert not _surely_fits(None, value, [("h", b"x")], 10**9)  # headers: always counted exactly
+    exact = record_size(None, value, None)
+    assert not surely_fits(None, value, None, exact)
+    assert not surely_fits(None, value, [("h", b"x")], 10**9)  # headers: always counted exactly

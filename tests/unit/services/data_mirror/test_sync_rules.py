@@ -1,29 +1,45 @@
-"""Offset syncs follow MM2's rules, plus a sync for each epoch's first and last record."""
+"""Offset syncs follow MM2's rules, plus a sync where target offsets jump and at every commit's last record."""
 
 from __future__ import annotations
 
 from services.data_mirror.sync_rules import SyncTracker
 
 
-def _synced(tracker: SyncTracker, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    return [pair for pair in pairs if tracker.should_sync(*pair)]
+def _feed(tracker: SyncTracker, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    for pair in pairs:
+        tracker.delivered(*pair)
+    return tracker.take()
 
 
-def test_first_record_and_every_offset_lag_max() -> None:
+def test_first_record_every_offset_lag_max_and_the_last_before_a_commit() -> None:
     tracker = SyncTracker(offset_lag_max=100)
-    synced = _synced(tracker, [(i, i) for i in range(250)])
-    assert synced == [(0, 0), (101, 101), (202, 202)]
-    assert tracker.closing_sync() == (249, 249)
-    assert tracker.closing_sync() is None
+    assert _feed(tracker, [(i, i) for i in range(250)]) == [(0, 0), (101, 101), (202, 202), (249, 249)]
+    assert tracker.take() == []
 
 
-def test_upstream_gap_and_downstream_rewind_sync_at_once() -> None:
+def test_upstream_gap_downstream_jump_and_rewind_sync_at_once() -> None:
     tracker = SyncTracker(offset_lag_max=100)
-    pairs = [(0, 0), (1, 1), (5, 2), (6, 3), (7, 1)]  # compaction gap at 5; target truncated at the end
-    assert _synced(tracker, pairs) == [(0, 0), (5, 2), (7, 1)]
+    # compaction gap at 5; a transaction marker on the target at 4; the target truncated at the end
+    pairs = [(0, 0), (1, 1), (5, 2), (6, 3), (7, 5), (8, 6), (9, 1)]
+    assert _feed(tracker, pairs) == [(0, 0), (5, 2), (7, 5), (9, 1)]
 
 
 def test_a_synced_last_record_needs_no_closing_sync() -> None:
     tracker = SyncTracker(offset_lag_max=100)
-    assert _synced(tracker, [(10, 40)]) == [(10, 40)]
-    assert tracker.closing_sync() is None
+    assert _feed(tracker, [(10, 40)]) == [(10, 40)]
+    assert _feed(tracker, [(11, 41)]) == [(11, 41)]
+
+
+def test_a_commit_continues_the_run_without_a_new_sync() -> None:
+    tracker = SyncTracker(offset_lag_max=100)
+    assert _feed(tracker, [(0, 0), (1, 1), (2, 2)]) == [(0, 0), (2, 2)]
+    assert _feed(tracker, [(3, 3), (4, 4)]) == [(4, 4)]
+
+
+def test_a_source_with_a_gap_every_record_keeps_a_bounded_number_of_syncs() -> None:
+    tracker = SyncTracker(offset_lag_max=100, max_pending=10)
+    syncs = _feed(tracker, [(2 * i, i) for i in range(1000)])  # e.g. a transaction marker after every record
+    assert len(syncs) == 11  # ten queued and the commit's last record
+    assert syncs[0] == (0, 0)
+    assert syncs[-1] == (1998, 999)
+    assert tracker.left_out == 990  # the last of them is written as the closing sync

@@ -1,0 +1,188 @@
+"""One source partition inside a long-lived copy task: what was sent, what the target acknowledged, syncs.
+
+Invariant: `acked` only moves forward over records the target acknowledged, in order, and never reaches a
+refused record, so the position a commit writes (`acked + 1`) never skips a record.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from services.data_mirror.progress import CopyReport
+from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.work import PartitionWork
+
+
+@dataclass
+class Clock:
+    """The task loop's wall clock, read by delivery callbacks instead of asking the system once per record."""
+
+    retry_s: float
+    now_ms: float = 0.0
+
+
+@dataclass
+class PartitionCopy:
+    """Mutable state of one partition for the life of a task; its delivery callback runs once per record."""
+
+    work: PartitionWork
+    committed: int | None  # the position last written to the progress topic, None before the first
+    position: int  # where copying continues: the start, then past every acknowledged or skipped record
+    tracker: SyncTracker
+    clock: Clock
+    in_flight: deque[int] = field(default_factory=deque)
+    acked: int = -1  # upstream offset of the last acknowledged record, -1 before the first
+    held_at: int | None = None  # consuming is paused at this offset until a retry is due
+    refused_at: int | None = None  # the record the target refused; the partition waits there
+    refused_now: bool = False  # refused inside this task's open transaction (exactly-once must abort it)
+    failure: str | None = None
+    blocked_since_ms: int | None = None
+    retry_at_ms: float = 0.0
+    paused: bool = False
+    delivery_error: Any = None  # a KafkaError not about one record: the task fails and restarts from Kafka
+    end_offset: int | None = None
+    reported_end: int | None = None
+    # counts since the last progress record
+    records: int = 0
+    bytes: int = 0
+    age_ms_sum: float = 0.0
+    age_ms_max: float = 0.0
+    latency_ms_sum: float = 0.0
+    latency_ms_max: float = 0.0
+    acked_records: int = 0
+    expired: int = 0
+    reset_from: int | None = None
+    syncs_sent: int = 0
+    deliver: Any = None  # the bound `on_delivery`, made once (a bound method per produce call costs)
+
+    def __post_init__(self) -> None:
+        self.deliver = self.on_delivery
+
+    def on_delivery(self, err: Any, msg: Any) -> None:
+        """The producer's per-record acknowledgement (called from poll/flush, in send order per partition)."""
+        upstream = self.in_flight.popleft()
+        if err is not None:
+            if refuses_record(err):
+                where = f"writing {self.work.remote_topic}-{self.work.partition}"
+                self.refuse(upstream, f"{err.name()}: {err.str()} ({where})")
+            elif self.delivery_error is None:
+                self.delivery_error = err
+            return
+        if self.refused_at is not None:
+            if upstream > self.refused_at:
+                return  # sent before the refusal was known: not copied, as far as progress is concerned
+            if upstream == self.refused_at:
+                self.refused_at = self.failure = self.blocked_since_ms = None  # the retried record went through
+        downstream = msg.offset()
+        self.tracker.delivered(upstream, downstream)
+        self.acked = upstream
+        self.acked_records += 1
+        latency = self.clock.now_ms - msg.timestamp()[1]
+        self.latency_ms_sum += latency
+        if latency > self.latency_ms_max:
+            self.latency_ms_max = latency
+
+    def refuse(self, offset: int, reason: str) -> None:
+        """The target refused the record at `offset`: wait there, and try it again after the retry interval."""
+        if self.refused_at is None or offset < self.refused_at:
+            self.refused_at, self.failure = offset, reason
+        self.refused_now = True
+        self.held_at = self.refused_at
+        if self.blocked_since_ms is None:
+            self.blocked_since_ms = int(self.clock.now_ms)
+        self.retry_at_ms = self.clock.now_ms + self.clock.retry_s * 1000
+
+    def wait_at(self, offset: int, reason: str, since_ms: int) -> None:
+        """A refusal an earlier task committed: copy up to it, then wait until its retry is due."""
+        self.refused_at = self.held_at = offset
+        self.failure, self.blocked_since_ms = reason, since_ms
+        self.retry_at_ms = since_ms + self.clock.retry_s * 1000
+
+    def retry_due(self) -> bool:
+        """The refused record waited long enough and everything before it is acknowledged: try it again."""
+        return (
+            self.held_at is not None
+            and self.refused_at is not None
+            and self.clock.now_ms >= self.retry_at_ms
+            and not self.in_flight
+            and self.next_position() == self.refused_at
+        )
+
+    def release(self) -> int:
+        """Send from the refused record again (it stays reported as blocked until acknowledged); returns it."""
+        assert self.refused_at is not None
+        self.held_at, self.refused_now = None, False
+        return self.refused_at
+
+    def next_position(self) -> int:
+        """Where a restart would continue: after the last acknowledged record, never past a refused one."""
+        position = max(self.position, self.acked + 1)
+        return position if self.refused_at is None else min(position, self.refused_at)
+
+    def settled(self) -> bool:
+        """Nothing in flight and nothing refused: the consumer's position may stand for the partition's."""
+        return not self.in_flight and self.refused_at is None and self.held_at is None
+
+    def report(self, syncs_failed: int = 0) -> CopyReport:
+        """What happened since the last progress record; resets the counters."""
+        blocked_offset = self.refused_at
+        acked = self.acked_records
+        report = CopyReport(
+            records=self.records,
+            bytes=self.bytes,
+            latency_ms_avg=round(self.latency_ms_sum / acked, 1) if acked else None,
+            latency_ms_max=round(self.latency_ms_max, 1) if acked else None,
+            age_ms_avg=round(self.age_ms_sum / self.records, 1) if self.records else None,
+            age_ms_max=round(self.age_ms_max, 1) if self.records else None,
+            end_offset=self.end_offset,
+            expired=self.expired,
+            reset_from=self.reset_from,
+            blocked_offset=blocked_offset,
+            blocked_reason=self.failure if blocked_offset is not None else None,
+            blocked_since_ms=self.blocked_since_ms if blocked_offset is not None else None,
+            syncs=self.syncs_sent,
+            syncs_failed=syncs_failed,
+        )
+        self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = 0
+        self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0
+        self.reset_from = None
+        self.reported_end = self.end_offset
+        return report
+
+
+def refuses_record(error: Any) -> bool:
+    """True when the target refused this record itself (size, format, permission).
+
+    Such a record stops its partition; anything else (a fenced or fatal producer, timeouts, transient broker
+    errors, a topic or partition that is not there) fails the task, which restarts from the committed progress.
+    """
+    return not (error.fatal() or error.retriable() or error.code() in NOT_ABOUT_THE_RECORD)
+
+
+UNKNOWN_TOPIC_ID = 100  # KafkaError.UNKNOWN_TOPIC_ID, which the client's type stubs lack
+# Errors that say a topic or partition does not exist (any more, or not yet).
+TOPIC_GONE = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, UNKNOWN_TOPIC_ID}
+)
+# Errors not about one record: the task fails and restarts from its committed progress.
+NOT_ABOUT_THE_RECORD = TOPIC_GONE | {
+    KafkaError._FENCED,
+    KafkaError._FATAL,
+    KafkaError._STATE,
+    KafkaError._PURGE_QUEUE,
+    KafkaError._PURGE_INFLIGHT,
+    KafkaError._MSG_TIMED_OUT,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._DESTROY,
+    KafkaError.INVALID_PRODUCER_EPOCH,
+    KafkaError.PRODUCER_FENCED,
+    KafkaError.INVALID_TXN_STATE,
+    KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    KafkaError.UNKNOWN_PRODUCER_ID,
+}

@@ -1,0 +1,131 @@
+"""The Kafka clients one copy task owns for its whole life, built on the executor and closed when it ends.
+
+Nothing is cached between tasks: a task makes its own producer, so a transactional id is only ever live in
+one task at a time (a new task of the slot fences the previous one when it initialises transactions).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from services.data_mirror.partition_copy import TOPIC_GONE
+from services.data_mirror.progress import Progress
+from services.data_mirror.progress_store import load_progress
+from services.data_mirror.work import TaskSpec
+from shared.control import MirrorHandover, decode_event
+from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+
+LOOKUP_TIMEOUT_S = 15
+INIT_TIMEOUT_S = 60
+
+Bounds = tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]
+
+
+@dataclass
+class TaskClients:
+    """What a copy task talks to; injected, so the task's logic runs in unit tests without brokers."""
+
+    consumer: Any
+    producer: Any
+    sync_producer: Any | None
+    load_progress: Callable[[], dict[tuple[str, int], Progress]]
+    offset_bounds: Callable[[list[tuple[str, int]]], Bounds]
+    handover_requested: Callable[[], bool]
+    close: Callable[[], None]
+
+
+def connect(spec: TaskSpec, on_sync: Callable[..., None]) -> TaskClients:
+    """Real clients for `spec`. Exactly-once: transactions are initialised (fencing) before progress is read."""
+    producer = confluent_producer(spec.target_producer, **_producer_settings(spec.transactional_id))
+    if spec.transactional_id:
+        producer.init_transactions(INIT_TIMEOUT_S)
+    consumer = confluent_consumer(
+        spec.source_consumer,
+        **{"group.id": f"strait-data-mirror.{spec.flow}", "enable.auto.commit": False, "enable.partition.eof": False},
+    )
+    sync_producer = None
+    if spec.emit_offset_syncs:
+        sync_producer = confluent_producer(spec.sync_producer, **_producer_settings(None), on_delivery=on_sync)
+    watch = HandoverWatch(spec)
+    admin = confluent_admin(spec.source_admin)
+
+    def close() -> None:
+        watch.close()
+        consumer.close()
+        for client in (producer, sync_producer):
+            if client is not None:
+                client.flush(5)
+
+    return TaskClients(
+        consumer=consumer,
+        producer=producer,
+        sync_producer=sync_producer,
+        load_progress=lambda: load_progress(spec.target_consumer, spec.progress_topic, spec.flow),
+        offset_bounds=lambda keys: offset_bounds(admin, keys),
+        handover_requested=watch.requested,
+        close=close,
+    )
+
+
+def _producer_settings(transactional_id: str | None) -> dict[str, Any]:
+    """Idempotent, acks=all, and never creating a missing remote topic (the broker's default would have 1 partition)."""
+    extra: dict[str, Any] = {"enable.idempotence": True, "acks": "all", "allow.auto.create.topics": False}
+    if transactional_id:
+        extra["transactional.id"] = transactional_id
+    return extra
+
+
+class HandoverWatch:
+    """Reads the control topic from the offset the driver gave, for a hand-over request naming this task."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self._spec = spec
+        self._consumer: Consumer = confluent_consumer(
+            spec.target_consumer, **{"group.id": "strait-data-mirror-control", "enable.auto.commit": False}
+        )
+        self._consumer.assign([TopicPartition(spec.control_topic, 0, spec.control_from_offset)])
+
+    def requested(self) -> bool:
+        """True once the driver asked this (flow, slot, generation) to commit and return (non-blocking)."""
+        spec = self._spec
+        for message in self._consumer.consume(num_messages=500, timeout=0):
+            if message.error() or message.value() is None:
+                continue
+            event = decode_event(message.value(), topic=message.topic(), offset=message.offset())
+            if not isinstance(event, MirrorHandover) or event.flow != spec.flow:
+                continue
+            if event.names(spec.slot, spec.generation):
+                return True
+        return False
+
+    def close(self) -> None:
+        """Leave without committing anything (the consumer has no group offsets)."""
+        with contextlib.suppress(KafkaException, RuntimeError):
+            self._consumer.close()
+
+
+def offset_bounds(admin: AdminClient, keys: list[tuple[str, int]]) -> Bounds:
+    """(earliest, latest) offsets; partitions of topics that no longer exist are left out, other failures raise."""
+    tps = [TopicPartition(topic, partition) for topic, partition in keys]
+    return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
+
+
+def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+    if not tps:
+        return {}
+    futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=LOOKUP_TIMEOUT_S)
+    found: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            found[(tp.topic, tp.partition)] = int(future.result(timeout=LOOKUP_TIMEOUT_S).offset)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if error is None or error.code() not in TOPIC_GONE:
+                raise
+    return found
