@@ -1,0 +1,178 @@
+"""The copy task's logic with injected clients: positions, delivery accounting, refusals, the exactly-once paths."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from services.data_mirror.copy_task import CopyTask
+from services.data_mirror.work import PartitionWork, TaskSpec
+from shared.records import OffsetSync
+from tests.unit.services.data_mirror.fake_kafka import FakeCluster, FakeProducer, Record, fake_clients, read_progress
+
+FLOW = "A->B"
+PROGRESS = "strait.offsets.A.internal"
+SYNCS = "mm2-offset-syncs.B.internal"
+
+
+def _spec(partitions: int = 2, *, exactly_once: bool = False, slot: int = 0, generation: int = 1) -> TaskSpec:
+    return TaskSpec(
+        flow=FLOW,
+        slot=slot,
+        generation=generation,
+        partitions=tuple(PartitionWork("orders", p, "A.orders", max_record_bytes=1000) for p in range(partitions)),
+        source_consumer={},
+        source_admin={},
+        target_producer={},
+        target_consumer={},
+        sync_producer={},
+        offset_syncs_topic=SYNCS,
+        progress_topic=PROGRESS,
+        control_topic="strait.control.internal",
+        control_from_offset=0,
+        exactly_once=exactly_once,
+        offset_lag_max=100,
+        emit_offset_syncs=True,
+        reset_to_latest=False,
+        commit_interval_ms=50,
+        blocked_retry_s=3600,
+    )
+
+
+def _fill(cluster: FakeCluster, partition: int, count: int, *, start: int = 0, size: int = 10) -> None:
+    log = cluster.log("orders", partition)
+    for i in range(start, start + count):
+        log.append(Record(f"k{i}".encode(), f"{partition}:{i}".encode().ljust(size, b"."), 1_000 + i, [("h", b"v")]))
+
+
+def _until(condition: Callable[[], bool], *, limit_s: float = 5.0) -> Callable[[], bool]:
+    """A hand-over request that comes once `condition` holds (bounded, so a broken task cannot hang the test)."""
+    deadline = time.monotonic() + limit_s
+    return lambda: condition() or time.monotonic() > deadline
+
+
+def _run(
+    cluster: FakeCluster, spec: TaskSpec, producer: FakeProducer, handover: Callable[[], bool]
+) -> tuple[CopyTask, str | None]:
+    task = CopyTask(spec, fake_clients(cluster, producer, progress_topic=PROGRESS, flow=FLOW, handover=handover))
+    result = task.run()
+    return task, result.error
+
+
+def _values(cluster: FakeCluster, partition: int) -> list[bytes | None]:
+    return [r.value for r in cluster.committed("A.orders", partition)]
+
+
+def _syncs(cluster: FakeCluster) -> list[tuple[int, int, int]]:
+    out = []
+    for record in cluster.committed(SYNCS, 0):
+        assert record.key is not None
+        assert record.value is not None
+        sync = OffsetSync.decode(record.key, record.value)
+        out.append((sync.partition, sync.upstream_offset, sync.downstream_offset))
+    return out
+
+
+def test_copies_every_record_commits_the_next_position_and_syncs_the_run() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 250)
+    _fill(cluster, 1, 30)
+    producer = FakeProducer(cluster)
+    _, error = _run(cluster, _spec(), producer, _until(lambda: len(cluster.log("A.orders", 0)) == 250))
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
+    assert [(r.key, r.headers, r.timestamp) for r in cluster.log("A.orders", 1)] == [
+        (r.key, r.headers, r.timestamp) for r in cluster.log("orders", 1)
+    ]
+    progress = read_progress(cluster, PROGRESS, FLOW)
+    assert (progress[("orders", 0)].next_offset, progress[("orders", 1)].next_offset) == (250, 30)
+    syncs = _syncs(cluster)
+    assert (0, 0, 0) in syncs
+    assert (0, 249, 249) in syncs
+    assert (1, 29, 29) in syncs
+    assert all(upstream == downstream for _, upstream, downstream in syncs)
+
+
+def test_a_restarted_task_continues_from_the_committed_progress_without_copying_twice() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 100)
+    _run(cluster, _spec(1), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 100))
+    _fill(cluster, 0, 50, start=100)
+    _, error = _run(
+        cluster, _spec(1, generation=2), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 150)
+    )
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 150
+
+
+def test_a_refused_record_stops_only_its_partition_and_is_reported() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 20)
+    cluster.log("orders", 0).append(Record(None, b"x" * 5000, 1))  # offset 20: above max.message.bytes=1000
+    _fill(cluster, 0, 5, start=21)
+    _fill(cluster, 1, 40)
+    _, error = _run(cluster, _spec(), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 1)) == 40))
+    assert error is None
+    assert len(_values(cluster, 0)) == 20, "nothing at or after the refused record"
+    assert len(_values(cluster, 1)) == 40, "the other partition kept flowing"
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert progress.next_offset == 20
+    assert progress.report is not None
+    assert progress.report.blocked_offset == 20
+    assert "max.message.bytes=1000" in (progress.report.blocked_reason or "")
+
+
+def test_a_record_the_broker_refuses_is_caught_from_its_delivery_report() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 30)
+    refused = cluster.log("orders", 0)[12]
+    producer = FakeProducer(cluster, refuse=lambda record: record.value == refused.value)
+    _, error = _run(cluster, _spec(1), producer, _until(lambda: len(cluster.log("A.orders", 0)) >= 12, limit_s=1))
+    assert error is None
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert progress.next_offset == 12
+    assert progress.report is not None
+    assert progress.report.blocked_offset == 12
+
+
+def test_exactly_once_a_commit_that_failed_after_committing_copies_nothing_twice() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 200)
+    first = FakeProducer(cluster, transactional=True)
+    first.fail_next_commit_after_committing = True
+    _, error = _run(cluster, _spec(1, exactly_once=True), first, lambda: False)
+    assert error is not None
+    assert "commit failed" in error
+    copied = len(_values(cluster, 0))
+    assert copied > 0, "the first transaction committed"
+    _, error = _run(
+        cluster,
+        _spec(1, exactly_once=True, generation=2),
+        FakeProducer(cluster, transactional=True),
+        _until(lambda: len(_values(cluster, 0)) >= 200),
+    )
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)], "no record twice, none lost"
+
+
+def test_exactly_once_a_refused_record_aborts_the_interval_and_the_next_task_stops_before_it() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 30)
+    cluster.log("orders", 0).append(Record(None, b"x" * 5000, 1))  # offset 30
+    _fill(cluster, 0, 10, start=31)
+    _, error = _run(cluster, _spec(1, exactly_once=True), FakeProducer(cluster, transactional=True), lambda: False)
+    assert error is not None
+    assert "refused record" in error
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert progress.report is not None
+    assert progress.report.blocked_offset == 30
+    _, error = _run(
+        cluster,
+        _spec(1, exactly_once=True, generation=2),
+        FakeProducer(cluster, transactional=True),
+        _until(lambda: len(_values(cluster, 0)) >= 30, limit_s=2),
+    )
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)[:30]]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 30
