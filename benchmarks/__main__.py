@@ -83,7 +83,7 @@ def _common_settings(options: BenchOptions) -> dict[str, str]:
         ),
         "Strait": (
             "`strait-topic-sync` and `strait-data-mirror` with the same config; Spark driver memory 1g "
-            "(default), epoch 1000 ms (default)"
+            "(default), commit interval 1000 ms (default)"
         ),
         "clusters": "one single-broker KRaft cluster each for source and target (1 GiB heap), replication factor 1",
         "repeats": str(options.repeats),

@@ -95,8 +95,8 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "the target. A topic not seen within the cap is reported as `> cap` and ends that run (a longer wait "
             f"would only measure the refresh timer): MM2's default refresh is {MM2_DEFAULT_REFRESH_S} s, counted "
             "from its start, so its default case is bounded only by the cap. Strait discovers through topic-sync "
-            "(creates the remote topic and announces it on the control topic, which data-mirror follows between "
-            "epochs) and data-mirror's own refresh. Cells are *best / median* seconds."
+            "(creates the remote topic and announces it on the control topic, which data-mirror follows, handing "
+            "the new partitions to their slots) and data-mirror's own refresh. Cells are *best / median* seconds."
         ),
         headers=["settings", "tool", "create → first record on target (s)", "new topics"],
         rows=rows,

@@ -92,7 +92,7 @@ def _why_throughput(profile: Mapping[str, Any] | None) -> list[str]:
         "topic-sync's remote topics, then each Spark executor forks PySpark Python workers that import PySpark "
         "from its zip before the first task; MM2 starts one JVM. A long-running mirror pays it once, so it "
         "matters for this benchmark's short copies, not for a service that runs for days. Closing it: keep the "
-        "Python workers warm (they are reused after the first epoch), start Spark while topic-sync creates "
+        "Python workers warm (a long-lived task pays it once per slot), start Spark while topic-sync creates "
         "topics, or ship PySpark unzipped so workers import compiled modules."
     ]
     shares = (profile or {}).get("worker_wall_shares") or {}
@@ -100,24 +100,20 @@ def _why_throughput(profile: Mapping[str, Any] | None) -> list[str]:
     if shares:
         inside = shares.get("inside a copy task (all of the above)", 0.0)
         loop = shares.get("copy loop (consume, produce, callbacks)", 0.0)
-        end = shares.get("end of epoch (flush, progress, offset syncs)", 0.0)
-        start = shares.get("start of epoch (offset look-ups)", 0.0)
+        end = shares.get("commits (progress, offset syncs; the final flush)", 0.0)
+        start = shares.get("task start (progress read, offset look-ups)", 0.0)
         notes.append(
             f"Where an executor's wall time goes (py-spy with idle threads, profiled run of "
             f"{num(float(profile.get('records', 0)) if profile else 0)} records): {percent(inside)} inside copy "
-            f"tasks — {percent(loop)} in the consume/produce loop, {percent(end)} at the end of each epoch "
-            f"(flush until every record is acknowledged, then the progress write and its flush, then offset "
-            f"syncs), {percent(start)} at the start (offset look-ups) — and {percent(1 - inside)} outside them: "
-            "waiting for the driver to plan and schedule the next epoch (a Spark job per epoch), plus the workers' "
-            "start-up. MM2's task thread never stops polling: its producer sends while the consumer fetches, and "
-            "offsets are committed in the background."
+            f"tasks — {percent(loop)} in the consume/produce loop, {percent(end)} in commits (progress "
+            f"records and offset syncs every commit interval, and the final flush at hand-over), {percent(start)} "
+            f"at the start (progress read, offset look-ups) — and {percent(1 - inside)} outside them: the workers' "
+            "start-up and waiting for Spark to schedule each slot's one long-lived task."
         )
         notes.append(
-            "What would close the copy gap: pipelined epochs (start the next epoch's consume while the previous "
-            "one flushes and commits, instead of a barrier each epoch), longer epochs at high load "
-            "(`STRAIT_COMMIT_INTERVAL_MS`; fewer barriers per record), and one long-lived task per executor core that "
-            "commits progress from delivery reports, so Spark schedules work only when partitions move."
-            + _line_hints(profile)
+            "What would close the copy gap: less Python per record. Every record crosses Python twice (a `produce` "
+            "call and a delivery callback); forwarding record batches as they are (the batch-forwarding issue) "
+            "does Python's work per batch." + _line_hints(profile)
         )
     if busy:
         callbacks = busy.get("per-record delivery callbacks", 0.0)
@@ -143,23 +139,20 @@ def _why_throughput(profile: Mapping[str, Any] | None) -> list[str]:
 
 
 def _line_hints(profile: Mapping[str, Any] | None) -> str:
-    """Extra remedies when the line profile shows the consumer or the end-of-epoch flush waiting."""
+    """Extra remarks when the line profile shows the consumer or a flush waiting."""
     lines = (profile or {}).get("wall_lines_in_tasks") or []
     consume = sum(float(share) for _where, share, code in lines if "consumer.consume(" in code)
     flush = sum(float(share) for _where, share, code in lines if ".flush(" in code)
     hints = ""
     if consume >= 0.15:
         hints += (
-            f" The consume call holds {percent(consume)} of a task's wall time. While records wait on the source "
-            "this is fetch latency: every epoch unassigns the worker's cached consumer and assigns it again, so "
-            "librdkafka drops what it prefetched and fetches anew; keeping the assignment (and the prefetched "
-            "records) across epochs would remove that wait. (Near the end of a copy it is also plain waiting for "
-            "data, which costs nothing.)"
+            f" The consume call holds {percent(consume)} of a task's wall time: waiting for fetched data (near "
+            "the end of a copy, plain waiting for records, which costs nothing)."
         )
     if flush >= 0.10:
         hints += (
-            f" The end-of-epoch flushes hold {percent(flush)}: the pipe drains to zero in-flight records every "
-            "epoch; committing progress from delivery reports without a full flush would keep it full."
+            f" Flushes hold {percent(flush)} (the final one at hand-over, and one per transaction in "
+            "exactly-once mode)."
         )
     return hints
 
@@ -180,22 +173,10 @@ def latency_notes(
         notes.append(f"{mark}: Strait {num(s)} ms, MM2 {num(m)} ms (medians over runs): Strait is {text}.")
     if behind_any:
         notes.append(
-            "Why: Strait copies in epochs (1 s by default). Inside an epoch a record is forwarded as soon as it is "
-            "consumed, but between epochs nothing is consumed while the task flushes, writes its progress and the "
-            "driver schedules the next Spark job; records produced in that gap wait for the next epoch, which "
-            "shows in the upper percentiles. MM2's task polls continuously. What would close it: overlap the "
-            "commit of one epoch with the copy of the next (pipelined epochs), or long-lived copy tasks that "
-            "commit progress in the background, so the consumer never stops."
+            "Why: a copy task forwards a record as soon as it is consumed and commits in the background, so the "
+            "tail comes from the target producer's batching (`linger.ms`) and acknowledgements, and from garbage "
+            "collection or CPU contention on the shared cores, not from a commit barrier."
         )
-        shares = (profile or {}).get("worker_wall_shares") or {}
-        if shares:
-            inside = shares.get("inside a copy task (all of the above)", 0.0)
-            end = shares.get("end of epoch (flush, progress, offset syncs)", 0.0)
-            notes.append(
-                f"Backing (py-spy on the executors during section 1's profiled copy): {percent(1 - inside)} of their "
-                f"wall time was outside copy tasks and {percent(end)} in end-of-epoch commits, when no record is "
-                "consumed."
-            )
     return notes
 
 
@@ -230,8 +211,9 @@ def discovery_notes(
         if behind:
             notes.append(
                 "Why: Strait needs two hops: topic-sync finds the topic on its refresh and creates the remote topic, "
-                "then data-mirror picks it up between epochs (from the control event or its own refresh). MM2's "
-                "source connector creates the remote topic and reassigns its tasks in one step. Closing it: let "
-                "data-mirror react to the topics-changed event within an epoch instead of between epochs."
+                "then data-mirror hands the new partitions to their slots (from the control event or its own refresh), "
+                "and a slot's task commits and restarts with them. MM2's source connector creates the remote topic "
+                "and reassigns its tasks in one step. Closing it: let a running task take new partitions without a "
+                "restart."
             )
     return notes

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from benchmarks.console import say
-from benchmarks.contenders import PRODUCER, TOOLS, MirrorSetup, open_mirror
+from benchmarks.contenders import PRODUCER, STRAIT, TOOLS, MirrorSetup, open_mirror
 from benchmarks.datasets import PARTITIONS
 from benchmarks.findings import latency_notes
 from benchmarks.lab import EndOffsets, Lab, delete_topics, make_topics, topic_exists, wait_until
@@ -36,6 +39,8 @@ class LatencyRun:
     window_s: float
     late: int  # records of the window still missing when the drain deadline passed
     usage: Usage
+    spark_jobs: int | None = None  # Strait: copy tasks (one Spark job each) started while the load ran
+    load_s: float = 0.0
 
     def stats(self) -> dict[str, float]:
         """p50, p99, max in ms."""
@@ -55,6 +60,8 @@ class LatencyRun:
             "min_ms": ordered[0],
             "max_ms": ordered[-1],
             "window_cpu_s": self.usage.window_cpu_s,
+            "spark_jobs_started_under_load": self.spark_jobs,
+            "load_s": round(self.load_s, 1),
         }
 
 
@@ -111,8 +118,36 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "window": f"{warmup_s:g} s warm-up, {window_s:g} s measured",
         },
         raw={"runs": [r.as_dict() for r in runs]},
-        notes=latency_notes({tool: [r.stats() for r in runs if r.tool == tool] for tool in TOOLS}, lab.profile),
+        notes=latency_notes({tool: [r.stats() for r in runs if r.tool == tool] for tool in TOOLS}, lab.profile)
+        + _jobs_note(runs),
     )
+
+
+def _jobs_note(runs: list[LatencyRun]) -> list[str]:
+    """Strait's Spark scheduling in steady state: copy tasks are long-lived, so this should be about zero."""
+    counted = [r for r in runs if r.spark_jobs is not None and r.load_s > 0]
+    if not counted:
+        return []
+    jobs = sum(r.spark_jobs or 0 for r in counted)
+    minutes = sum(r.load_s for r in counted) / 60
+    return [
+        f"Spark jobs Strait started while the load ran (steady state, after its tasks were copying): {jobs} in "
+        f"{minutes:.1f} min over {len(counted)} runs, {jobs / minutes:.2f} per minute."
+    ]
+
+
+def _tasks_started(log_path: Path, start_ms: float, end_ms: float) -> int:
+    """`task_started` lines of data-mirror's JSON log stamped between `start_ms` and `end_ms`."""
+    count = 0
+    for line in log_path.read_text(errors="replace").splitlines():
+        if '"task_started"' not in line or not line.startswith("{"):
+            continue
+        try:
+            stamp = datetime.fromisoformat(json.loads(line)["timestamp"]).timestamp() * 1000
+        except (ValueError, KeyError, TypeError):
+            continue
+        count += start_ms <= stamp <= end_ms
+    return count
 
 
 def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun:
@@ -199,7 +234,11 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
     delete_topics(lab.source_admin(), [topic])
     if not latencies:
         raise RuntimeError(f"no record of the measurement window reached the target through {tool}")
-    return LatencyRun(tool, latencies, window_s, late, usage)
+    load_ended_ms = window[1]
+    jobs = None
+    if tool == STRAIT:
+        jobs = _tasks_started(run_dir / "data-mirror.log", load_started_ms, load_ended_ms)
+    return LatencyRun(tool, latencies, window_s, late, usage, jobs, (load_ended_ms - load_started_ms) / 1000)
 
 
 def _wait_until_copying(lab: Lab, topic: str, remote: str, alive: Callable[[], bool]) -> None:

@@ -109,9 +109,10 @@ def _notes(usage: Sequence[Usage]) -> list[str]:
     if more_cpu:
         notes.append(
             "Why more CPU: records never pass through Spark's JVM, yet it is Strait's largest CPU user: JVM start-up "
-            "(class loading, JIT) and then planning and scheduling one Spark job per epoch; the Python workers' share "
-            "is the copying itself plus PySpark's start-up imports. Closing it: fewer, longer-lived tasks (less "
-            "scheduling per record) and a local mode without the JVM when Spark runs on one machine."
+            "(class loading, JIT), which a short benchmark copy does not amortise (its copy tasks are long-lived, so "
+            "scheduling costs nothing per record); the Python workers' share is the copying itself plus PySpark's "
+            "start-up imports. Closing it: less Python per record (batch forwarding) and a local mode without the "
+            "JVM when Spark runs on one machine."
         )
     if more_memory:
         peaks = max((u for u in usage if u.tool == STRAIT), key=lambda u: u.peak_total_rss_mib).peak_rss_mib

@@ -23,10 +23,10 @@ IN_TASKS = "Spark Python workers, inside copy tasks"
 
 # Phases of a copy task, by the frame a sample is under (inclusive shares of the worker samples).
 PHASES = {
-    "copy loop (consume, produce, callbacks)": r"(^|\.)_copy_until \(",
+    "copy loop (consume, produce, callbacks)": r"(^|\.)_copy \(",
     "per-record delivery callbacks": r"(^|\.)on_delivery \(",
-    "end of epoch (flush, progress, offset syncs)": r"(^|\.)_commit \(",
-    "start of epoch (offset look-ups)": r"(^|\.)_resolve_starts \(",
+    "commits (progress, offset syncs; the final flush)": r"(^|\.)_commit \(",
+    "task start (progress read, offset look-ups)": r"(^|\.)_start \(",
     "inside a copy task (all of the above)": r"^run_task \(",
 }
 

@@ -40,6 +40,9 @@ class ProgressKey:
         return cls(flow, topic, partition)
 
 
+_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed"})
+
+
 @dataclass(frozen=True)
 class CopyReport:
     """What a task did for one partition since its previous progress record (counts are deltas)."""
@@ -60,19 +63,34 @@ class CopyReport:
     syncs_failed: int = 0
 
     def encode(self) -> dict[str, Any]:
-        """Only the fields that say something (keeps the record small)."""
-        return {name: value for name, value in asdict(self).items() if value not in (None, 0)}
+        """Only the fields that say something (keeps the record small): no None, and no zero counts."""
+        return {
+            name: value
+            for name, value in asdict(self).items()
+            if value is not None and not (name in _COUNTS and value == 0)
+        }
 
     @classmethod
     def decode(cls, raw: object) -> CopyReport | None:
-        """Best effort: a report is for metrics and status only, so a malformed one is None, not an error."""
+        """Best effort: a report is for metrics and status only, so a field of the wrong type is left out."""
         if not isinstance(raw, dict):
             return None
-        known = {f.name for f in fields(cls)}
-        try:
-            return cls(**{k: v for k, v in raw.items() if k in known})
-        except TypeError:
-            return None
+        kept: dict[str, Any] = {}
+        for item in fields(cls):
+            value = raw.get(item.name)
+            wanted = _FIELD_TYPES[str(item.type)]
+            if isinstance(value, wanted) and not isinstance(value, bool):
+                kept[item.name] = value
+        return cls(**kept)
+
+
+# A report's field types, by their annotation, for decoding values written by any release.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "int | None": (int,),
+    "float | None": (int, float),
+    "str | None": (str,),
+}
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from shared.control import ServiceStatus, read_statuses
 from shared.localkafka import KafkaCluster
+from shared.localspark import SparkStandaloneCluster
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import OffsetSync
 from tests.support.kafka_io import Rec, consume_all, make_topic, produce, read_to_end
@@ -209,3 +211,72 @@ def _latest_status(cluster: KafkaCluster, service: str) -> ServiceStatus:
         if degraded or time.monotonic() > deadline:
             return (degraded or statuses)[0]
         time.sleep(1)
+
+
+def _worker_running_tasks(spark: SparkStandaloneCluster) -> int:
+    """The index of a worker with Python workers under it, i.e. running copy tasks now."""
+    for index, worker in enumerate(spark.workers):
+        if worker.pid is None:
+            continue
+        children = psutil.Process(worker.pid).children(recursive=True)
+        if any("python" in (child.name() or "") for child in children):
+            return index
+    raise AssertionError("no Spark worker runs a copy task")
+
+
+def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing(
+    cluster_a: KafkaCluster,
+    cluster_b: KafkaCluster,
+    spark_standalone: SparkStandaloneCluster,
+    unique: str,
+    tmp_path: Path,
+) -> None:
+    topic, partitions, per_partition = f"spark-{unique}", 4, 30_000
+    total = partitions * per_partition
+    make_topic(cluster_a.client_properties(), topic, partitions=partitions)
+    make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
+    for p in range(partitions):
+        batch: list[tuple[bytes | None, bytes | None]] = [
+            (f"k{i}".encode(), f"{p}:{i}".encode()) for i in range(per_partition)
+        ]
+        produce(
+            cluster_a.client_properties(),
+            topic,
+            batch,
+            partition=p,
+            headers=HEADERS,
+            timestamp_ms=1_700_000_000_000 + p,
+        )
+    spark = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.executor.memory": "512m",
+        "spark.cores.max": "4",
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+    }
+    config = write_mm2_config(
+        tmp_path / "mm2.properties",
+        {"A": cluster_a, "B": cluster_b},
+        {"A->B": {"topics": topic, "exactly.once.support": "enabled"}},
+        spark,
+    )
+    env = {"STRAIT_SPARK_MASTER": spark_standalone.master_url, "STRAIT_TASKS": "2", "STRAIT_COMMIT_INTERVAL_MS": "300"}
+    target = cluster_b.client_properties()
+    killed = None
+    try:
+        with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
+            _wait_until(lambda: _end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
+            killed = _worker_running_tasks(spark_standalone)
+            spark_standalone.kill_worker(killed)
+            assert _end_offsets_sum(target, f"A.{topic}", partitions) < total, "the kill came too late to test anything"
+            records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level="read_committed")
+            time.sleep(2)
+            records = consume_all(target, f"A.{topic}", expected=10**9, timeout_s=5, isolation_level="read_committed")
+            assert mirror.stop() == 0, mirror.tail()
+    finally:
+        if killed is not None:
+            spark_standalone.restart_worker(killed)
+    values = [record.value for record in records]
+    assert len(set(values)) == total, f"lost {total - len(set(values))} records"
+    assert len(values) == total, f"{len(values) - total} records copied twice"
+    assert all(record.headers == HEADERS for record in records)

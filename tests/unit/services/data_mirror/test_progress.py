@@ -7,6 +7,7 @@ import json
 import pytest
 
 from services.data_mirror.progress import (
+    CopyReport,
     Progress,
     ProgressKey,
     decode_progress,
@@ -41,3 +42,16 @@ def test_topic_ids_travel_with_the_offset_and_older_values_have_none() -> None:
     assert decode_progress(raw) == 77
     assert decode_progress_record(b'{"next_offset": 5, "ts": 1}') == Progress(5)
     assert decode_progress_record(encode_progress(9)) == Progress(9)
+
+
+def test_a_report_travels_with_the_position_and_keeps_an_offset_of_zero() -> None:
+    report = CopyReport(records=3, bytes=30, end_offset=0, blocked_offset=0, blocked_reason="INVALID_TIMESTAMP")
+    decoded = decode_progress_record(encode_progress(0, report=report)).report
+    assert decoded == report
+    assert "expired" not in json.loads(encode_progress(0, report=report))["report"], "zero counts are left out"
+
+
+def test_a_malformed_report_is_dropped_not_fatal() -> None:
+    odd = b'{"next_offset": 5, "report": {"records": "x", "bytes": 7, "blocked_offset": true, "bogus": 1}}'
+    assert decode_progress_record(odd).report == CopyReport(bytes=7), "fields of the wrong type are left out"
+    assert decode_progress_record(b'{"next_offset": 5, "report": [1, 2]}') == Progress(5)
