@@ -38,12 +38,11 @@ class TaskFailed(Exception):
 def run_task(spec: TaskSpec) -> TaskResult:
     """Spark entry point: copy until asked to hand over; errors come back as data, never as a lost record."""
     began = time.monotonic()
-    task = CopyTask(spec)
     try:
-        task.clients = connect(spec, task.on_sync)
+        clients = connect(spec)
     except Exception as exc:  # no clients, nothing copied: the driver retries the slot
         return TaskResult(spec.flow, spec.slot, spec.generation, error=f"connecting: {_describe(exc)}")
-    result = task.run()
+    result = CopyTask(spec, clients).run()
     result.duration_s = time.monotonic() - began
     return result
 
@@ -64,9 +63,9 @@ def _describe_failure(exc: BaseException) -> str:
 class CopyTask:
     """One execution of a TaskSpec with the clients it is given (`run` closes them)."""
 
-    def __init__(self, spec: TaskSpec, clients: TaskClients | None = None) -> None:
+    def __init__(self, spec: TaskSpec, clients: TaskClients) -> None:
         self.spec = spec
-        self.clients: TaskClients = clients  # type: ignore[assignment]  # set by run_task before run()
+        self.clients = clients
         self.clock = Clock(retry_s=spec.blocked_retry_s)
         self.parts: dict[tuple[str, int], PartitionCopy] = {}
         self.in_transaction = False
@@ -82,7 +81,14 @@ class CopyTask:
             self._start()
             self._copy()
             self._commit(final=True)
-            return TaskResult(spec.flow, spec.slot, spec.generation, records=self.records, commits=self.commits)
+            return TaskResult(
+                spec.flow,
+                spec.slot,
+                spec.generation,
+                records=self.records,
+                commits=self.commits,
+                partitions=len(self.parts),
+            )
         except Exception as exc:
             self._abandon()
             return TaskResult(
@@ -92,6 +98,7 @@ class CopyTask:
                 error=_describe_failure(exc),
                 records=self.records,
                 commits=self.commits,
+                partitions=len(self.parts),
             )
         finally:
             with contextlib.suppress(Exception):
@@ -363,7 +370,11 @@ class CopyTask:
             for upstream, downstream in syncs:
                 sync = OffsetSync(part.work.source_topic, part.work.partition, upstream, downstream)
                 sync_producer.produce(
-                    self.spec.offset_syncs_topic, key=sync.record_key(), value=sync.record_value(), partition=0
+                    self.spec.offset_syncs_topic,
+                    key=sync.record_key(),
+                    value=sync.record_value(),
+                    partition=0,
+                    on_delivery=self.on_sync,
                 )
         if final:
             sync_producer.flush(FLUSH_TIMEOUT_S)

@@ -196,6 +196,7 @@ class MirrorDriver:
                 generation=spec.generation,
                 records=result.records if result else 0,
                 commits=result.commits if result else 0,
+                partitions=result.partitions if result else 0,
             )
             return
         failures = self._failures[key] = self._failures.get(key, 0) + 1

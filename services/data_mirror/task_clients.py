@@ -40,7 +40,7 @@ class TaskClients:
     close: Callable[[], None]
 
 
-def connect(spec: TaskSpec, on_sync: Callable[..., None]) -> TaskClients:
+def connect(spec: TaskSpec) -> TaskClients:
     """Real clients for `spec`. Exactly-once: transactions are initialised (fencing) before progress is read."""
     producer = confluent_producer(spec.target_producer, **_producer_settings(spec.transactional_id))
     if spec.transactional_id:
@@ -51,7 +51,7 @@ def connect(spec: TaskSpec, on_sync: Callable[..., None]) -> TaskClients:
     )
     sync_producer = None
     if spec.emit_offset_syncs:
-        sync_producer = confluent_producer(spec.sync_producer, **_producer_settings(None), on_delivery=on_sync)
+        sync_producer = confluent_producer(spec.sync_producer, **_producer_settings(None))
     watch = HandoverWatch(spec)
     admin = confluent_admin(spec.source_admin)
 

@@ -77,3 +77,4 @@ class TaskResult:
     records: int = 0
     commits: int = 0
     duration_s: float = 0.0
+    partitions: int = 0  # how many of its partitions it copied (the others were gone from the source)

@@ -235,6 +235,7 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
     total = partitions * per_partition
     make_topic(cluster_a.client_properties(), topic, partitions=partitions)
     make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
+    started_ms = int(time.time() * 1000)
     for p in range(partitions):
         batch: list[tuple[bytes | None, bytes | None]] = [
             (f"k{i}".encode(), f"{p}:{i}".encode()) for i in range(per_partition)
@@ -245,7 +246,7 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
             batch,
             partition=p,
             headers=HEADERS,
-            timestamp_ms=1_700_000_000_000 + p,
+            timestamp_ms=started_ms + p,
         )
     spark = {
         "spark.driver.host": "127.0.0.1",
