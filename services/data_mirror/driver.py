@@ -33,6 +33,7 @@ _log = structlog.get_logger("data-mirror")
 LOOP_S = 0.2
 HANDOVER_WAIT_S = 60
 MAX_BACKOFF_S = 10.0
+RECOVERED_S = 10.0  # a restarted task that runs this long clears its slot's error from the status
 
 
 class MirrorDriver:
@@ -148,6 +149,8 @@ class MirrorDriver:
                     self._ended(run)
                     del self.runs[key]
                     run = None
+                if run is not None and key in self._failures and now - run.started >= RECOVERED_S:
+                    self._recovered(key)
                 if run is not None:
                     changed = (
                         run.spec.partitions != wanted or run.spec.target_producer != runtime.clients.target_producer
@@ -165,7 +168,7 @@ class MirrorDriver:
         try:
             control_from = link.control_end_offset()
         except Exception as exc:  # the target does not answer: try again next round
-            self._problems[(runtime.flow.name, "tasks")] = f"cannot start tasks: control topic: {exc}"
+            self._problems[(runtime.flow.name, f"slot {slot}")] = f"cannot start slot {slot}: control topic: {exc}"
             return
         self._generation += 1
         spec = runtime.clients.task(
@@ -187,8 +190,7 @@ class MirrorDriver:
         spec = run.spec
         key = (spec.flow, spec.slot)
         if result is None or result.error is None:
-            self._failures.pop(key, None)
-            self._problems.pop((spec.flow, "tasks"), None)
+            self._recovered(key)
             _log.info(
                 "task_handed_over",
                 flow=spec.flow,
@@ -203,7 +205,12 @@ class MirrorDriver:
         self._not_before[key] = time.monotonic() + min(MAX_BACKOFF_S, 0.5 * 2 ** min(failures - 1, 5))
         self.metrics.task_failures.labels(spec.flow).inc()
         self._error(spec.flow, "task", f"slot {spec.slot}: {result.error}")
-        self._problems[(spec.flow, "tasks")] = f"slot {spec.slot}: {result.error}"
+        self._problems[(spec.flow, f"slot {spec.slot}")] = f"slot {spec.slot}: {result.error}"
+
+    def _recovered(self, key: tuple[str, int]) -> None:
+        """The slot's task runs (or handed over) again: its last failure no longer describes the flow."""
+        self._failures.pop(key, None)
+        self._problems.pop((key[0], f"slot {key[1]}"), None)
 
     def _request_handover(self, runtime: FlowRuntime, runs: list[SlotRun]) -> None:
         try:
@@ -352,7 +359,7 @@ class MirrorDriver:
                 return
 
     def _current_errors(self, runtime: FlowRuntime, blocked: list[PartitionState]) -> list[str]:
-        """What fails now: unreachable clusters (named), a failing discovery or epoch, then refused records."""
+        """What fails now: unreachable clusters (named), a failing discovery or task, then refused records."""
         flow = runtime.flow
         errors = self.watch.errors([flow.source, flow.target])
         errors += [message for (name, _), message in list(self._problems.items()) if name == flow.name]

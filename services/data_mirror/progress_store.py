@@ -13,6 +13,10 @@ from shared.errors import CodecError, KafkaOperationError
 from shared.kafka.factories import confluent_consumer
 
 _log = structlog.get_logger(__name__)
+# A topic created a moment ago: not in the client's metadata yet, or its leader not elected yet.
+_NOT_YET = frozenset(
+    {KafkaError._UNKNOWN_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+)
 
 
 def load_progress(
@@ -61,14 +65,15 @@ def load_progress(
 
 
 def _end_offset(consumer: Consumer, partition: TopicPartition, timeout_s: float) -> int:
-    """The partition's end offset; a topic created a moment ago may be missing from the client's metadata: ask again."""
+    """The partition's end offset; a topic created a moment ago may have no leader yet, or be missing from the client's
+    metadata: ask again until the deadline."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             return int(consumer.get_watermark_offsets(partition, timeout=timeout_s)[1])
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
-            unknown = isinstance(error, KafkaError) and error.code() == KafkaError._UNKNOWN_PARTITION
-            if not unknown or time.monotonic() > deadline:
+            passing = isinstance(error, KafkaError) and (error.code() in _NOT_YET or error.retriable())
+            if not passing or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
