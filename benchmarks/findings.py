@@ -173,9 +173,11 @@ def latency_notes(
         notes.append(f"{mark}: Strait {num(s)} ms, MM2 {num(m)} ms (medians over runs): Strait is {text}.")
     if behind_any:
         notes.append(
-            "Why: a copy task forwards a record as soon as it is consumed and commits in the background, so the "
-            "tail comes from the target producer's batching (`linger.ms`) and acknowledgements, and from garbage "
-            "collection or CPU contention on the shared cores, not from a commit barrier."
+            "Why (not yet pinned down by a measurement): copy tasks no longer stop to commit and Spark starts no "
+            "job under load (below), so the tail is not a commit barrier. Candidates: Strait runs more processes "
+            "than MM2's single JVM (the Spark JVM, one Python worker per task, the driver) on the same 2 cores as "
+            "both brokers and the load generator, and a record crosses Python twice (produce and its delivery "
+            "callback); the runs also vary widely from one to the next."
         )
     return notes
 

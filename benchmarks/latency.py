@@ -99,7 +99,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
         method=(
             f"Per run a fresh {PARTITIONS}-partition source topic and flow. The tool starts; once one probe record "
             "per partition has reached the target (the tool is copying, its start-up is over), "
-            "kafka-producer-perf-test writes {RATE:,} records/s of {RECORD_SIZE} B to the source (each "
+            f"kafka-producer-perf-test writes {RATE:,} records/s of {RECORD_SIZE} B to the source (each "
             "record stamped with the producer's wall clock at send time, CreateTime). A consumer on the target "
             "(in the benchmark process, same machine, same clock) takes each record's latency as its wall-clock "
             "receive time minus the record's timestamp: both tools keep the source timestamp, so this is "
