@@ -17,6 +17,7 @@ from shared.control import (
     encode_event,
 )
 from shared.control.channel import event_key
+from shared.errors import KafkaOperationError
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
 
@@ -56,7 +57,12 @@ class ControlLink:
         """Ask the running tasks (slot, generation) of `flow` to commit and return."""
         event = MirrorHandover(flow=flow, tasks=tuple(tasks))
         self._producer.produce(CONTROL_TOPIC, value=encode_event(event), key=event_key(event))
-        self._producer.flush(10)
+        if self._producer.flush(10):
+            # Not known to be written: the driver asks again next round (a late duplicate names no live task).
+            raise KafkaOperationError(
+                f"hand-over request for {flow} not acknowledged on {CONTROL_TOPIC} within 10 s",
+                operation="request hand-over",
+            )
 
     def publish_status(self, status: ServiceStatus) -> None:
         """Send a status record; waits briefly so a final status survives process exit."""
