@@ -10,6 +10,7 @@ from shared.control import (
     ConfigChanged,
     FlowPaused,
     FlowResumed,
+    MirrorHandover,
     RemoteTopic,
     ServiceStatus,
     TopicsChanged,
@@ -26,6 +27,7 @@ from shared.control import (
         ConfigChanged(flow="A->B", settings={"topics": "orders.*"}),
         FlowPaused(flow="A->B", reason="target refused WRITE on A.orders"),
         FlowResumed(flow="A->B"),
+        MirrorHandover(flow="A->B", tasks=((0, 7), (3, 9))),
         ServiceStatus(flow="", service="checkpoint", instance="h-1", state="running", details={"groups": 3}),
     ],
 )
@@ -71,3 +73,12 @@ def test_older_version_fields_are_tolerated() -> None:
 def test_strait_topic_names_are_internal_by_mm2_rules() -> None:
     assert progress_topic("us-west") == "strait.offsets.us-west.internal"
     assert progress_topic("A").endswith(".internal")
+
+
+def test_a_hand_over_names_only_the_tasks_it_lists() -> None:
+    decoded = decode_event(encode_event(MirrorHandover(flow="A->B", tasks=((0, 7), (3, 9)))))
+    assert isinstance(decoded, MirrorHandover)
+    assert decoded.names(0, 7)
+    assert decoded.names(3, 9)
+    assert not decoded.names(0, 8), "a later task of the same slot keeps running"
+    assert not decoded.names(1, 7)
