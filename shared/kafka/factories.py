@@ -35,9 +35,7 @@ def librdkafka_config(props: Mapping[str, str], role: str, **extra: Any) -> dict
     """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top."""
     translated = to_librdkafka(props)
     _warn_ignored(role, translated)
-    # Java clients always set TCP_NODELAY; librdkafka keeps Nagle's algorithm on unless told, which can hold a
-    # small produce or fetch back until the previous one is acknowledged. A user's own setting still wins.
-    return {"socket.nagle.disable": True, **translated.settings, **extra}
+    return {**translated.settings, **extra}
 
 
 def confluent_admin(props: Mapping[str, str], **extra: Any) -> AdminClient:
