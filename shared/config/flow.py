@@ -98,13 +98,12 @@ class FlowConfig:
 
     def _consumer_defaults(self, props: dict[str, str]) -> dict[str, str]:
         # As MM2: positions are tracked by the mirror, never auto-committed; a new partition starts
-        # at its beginning; exactly-once must not copy records of aborted transactions. Otherwise the
-        # isolation level is the configured one, else Java's default (MM2 then copies aborted records
-        # too); librdkafka's own default would be read_committed.
+        # at its beginning. Unlike MM2 (Java's read_uncommitted), records of aborted transactions are
+        # never copied unless the flow sets isolation.level=read_uncommitted: a consumer on the target
+        # must not process data its producer rolled back.
         props["enable.auto.commit"] = "false"
         props.setdefault("auto.offset.reset", "earliest")
-        committed = self.settings.exactly_once_enabled
-        props.setdefault("isolation.level", "read_committed" if committed else "read_uncommitted")
+        props.setdefault("isolation.level", "read_committed")
         return props
 
 

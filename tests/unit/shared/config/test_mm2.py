@@ -193,7 +193,13 @@ def test_exactly_once_from_target_cluster_worker_switch() -> None:
     a_to_b, b_to_a = config.flow("A", "B"), config.flow("B", "A")
     assert (a_to_b.settings.exactly_once_enabled, b_to_a.settings.exactly_once_enabled) == (True, False)
     assert a_to_b.source_consumer_props()["isolation.level"] == "read_committed"
-    assert b_to_a.source_consumer_props()["isolation.level"] == "read_uncommitted"  # Java's default, as MM2
+    assert b_to_a.source_consumer_props()["isolation.level"] == "read_committed"  # aborted records never copied
+
+
+def test_read_uncommitted_is_kept_when_a_flow_asks_for_it() -> None:
+    config = parse_with({"A->B.source.consumer.isolation.level": "read_uncommitted"})
+    assert config.flow("A", "B").source_consumer_props()["isolation.level"] == "read_uncommitted"
+    assert config.flow("B", "A").source_consumer_props()["isolation.level"] == "read_committed"
     assert "exactly.once.source.support" not in config.clusters["B"].client
 
 
