@@ -186,6 +186,7 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
         window: tuple[float, float] | None = None
         window_cpu_start: float | None = None
         latencies: list[float] = []
+        stamps: list[int] = []
         received = 0
         expected: int | None = None
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -203,6 +204,7 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
                     continue
                 if window[0] <= stamp < window[1]:
                     latencies.append(now_ms - stamp)
+                    stamps.append(stamp)
             if window is not None and window_cpu_start is None and now_ms >= window[0]:
                 window_cpu_start = sampler.cpu_total()
             if window is not None and expected is None and now_ms >= window[1]:
@@ -227,6 +229,7 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
         consumer.close()
         mirror.stop()
     delete_topics(target_admin, [remote])
+    _keep_samples(run_dir / "latencies.tsv", stamps, latencies)
     assert window is not None
     late = max(0, _records_between(lab, topic, window) - len(latencies))
     if latencies:
@@ -239,6 +242,11 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
     if tool == STRAIT:
         jobs = _tasks_started(run_dir / "data-mirror.log", load_started_ms, load_ended_ms)
     return LatencyRun(tool, latencies, window_s, late, usage, jobs, (load_ended_ms - load_started_ms) / 1000)
+
+
+def _keep_samples(path: Path, stamps: list[int], latencies: list[float]) -> None:
+    """Every measured record's send time and latency, for looking at when the tail happens (not in the report)."""
+    path.write_text("".join(f"{stamp}\t{latency:.1f}\n" for stamp, latency in zip(stamps, latencies, strict=True)))
 
 
 def _wait_until_copying(lab: Lab, topic: str, remote: str, alive: Callable[[], bool]) -> None:
