@@ -20,6 +20,7 @@ from shared.config.redaction import one_line
 from shared.config.service_settings import ServiceSettings
 from shared.errors import ConfigError
 from shared.kafka.client_props import jaas_credentials
+from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging, register_secrets
 from shared.service import Service
 
@@ -87,6 +88,7 @@ def run_service(
     """Parse, configure, run until SIGTERM/SIGINT, stop cleanly; exit non-zero if a task crashed."""
     settings = parse_settings(prog, settings_cls, argv)
     configure_logging(prog, settings.log_level)
+    relay_native_stderr()
     config = load_config(prog, settings)
     code = asyncio.run(_serve(prog, settings, config, build))
     raise SystemExit(code)

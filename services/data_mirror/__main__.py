@@ -13,6 +13,7 @@ from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.settings import DataMirrorSettings
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.errors import ConfigError
+from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging
 from shared.runner import EXIT_CRASHED, fail, load_config, parse_settings
 
@@ -39,6 +40,7 @@ def main() -> None:
     """Run the driver until SIGTERM/SIGINT; exit non-zero if it failed."""
     settings = parse_settings(PROG, DataMirrorSettings, None)
     configure_logging(PROG, settings.log_level)
+    relay_native_stderr()
     config = load_config(PROG, settings)
     flows = selected_flows(config, settings.flows)
     if not flows:

@@ -12,6 +12,7 @@ from services.offset_translator.app import create_app
 from services.offset_translator.server import serve
 from services.offset_translator.settings import TranslatorSettings
 from shared.errors import ConfigError
+from shared.native_output import relay_native_stderr
 from shared.observability import configure_logging, register_secrets
 from shared.runner import fail, load_config
 
@@ -49,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the translator until SIGTERM; exit 2 on bad settings or config, 1 if it crashed."""
     settings = parse_settings(argv)
     configure_logging(PROG, settings.log_level)
+    relay_native_stderr()
     config = load_config(PROG, settings)
     try:
         app = create_app(settings, config)

@@ -33,7 +33,6 @@ _SAME_IN_LIBRDKAFKA = frozenset(
         "fetch.min.bytes",
         "fetch.max.bytes",
         "max.partition.fetch.bytes",
-        "fetch.max.wait.ms",
         "acks",
         "compression.type",
         "linger.ms",
@@ -65,10 +64,47 @@ _SAME_IN_LIBRDKAFKA = frozenset(
 )
 # Java name -> librdkafka name, where only the name differs.
 _RENAMED_FOR_LIBRDKAFKA = {
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
     "max.request.size": "message.max.bytes",
     "receive.buffer.bytes": "socket.receive.buffer.bytes",
     "send.buffer.bytes": "socket.send.buffer.bytes",
 }
+# librdkafka settings that only one kind of client takes (an admin client is a producer inside). A flow hands
+# every client of a cluster the same settings, so the other kind's are left out rather than warned about.
+LIBRDKAFKA_CONSUMER_ONLY = frozenset(
+    {
+        "group.id",
+        "group.instance.id",
+        "group.protocol",
+        "partition.assignment.strategy",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "auto.offset.reset",
+        "isolation.level",
+        "enable.auto.commit",
+        "auto.commit.interval.ms",
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.wait.max.ms",
+        "check.crcs",
+    }
+)
+LIBRDKAFKA_PRODUCER_ONLY = frozenset(
+    {
+        "acks",
+        "batch.size",
+        "batch.num.messages",
+        "enable.idempotence",
+        "queue.buffering.max.kbytes",
+        "queue.buffering.max.messages",
+        "request.timeout.ms",
+        "retries",
+        "transactional.id",
+        "transaction.timeout.ms",
+        "compression.level",
+    }
+)
 # Java-only settings that have no meaning for our byte-array clients, or that are translated on their own
 # (the JAAS line, the TLS stores): dropped without a warning.
 _SILENTLY_DROPPED = frozenset(
@@ -149,6 +185,7 @@ _AIOKAFKA_NAMES = {
     "sasl.mechanism": "sasl_mechanism",
     "group.id": "group_id",
     "auto.offset.reset": "auto_offset_reset",
+    "enable.auto.commit": "enable_auto_commit",
     "isolation.level": "isolation_level",
     "request.timeout.ms": "request_timeout_ms",
     "metadata.max.age.ms": "metadata_max_age_ms",
@@ -171,12 +208,13 @@ _AIOKAFKA_NAMES = {
     "connections.max.idle.ms": "connections_max_idle_ms",
 }
 _AIOKAFKA_INTS = frozenset(k for k, v in _AIOKAFKA_NAMES.items() if v.endswith(("_ms", "_bytes", "_size", "_records")))
-_AIOKAFKA_BOOLS = frozenset({"enable.idempotence"})
+_AIOKAFKA_BOOLS = frozenset({"enable.idempotence", "enable.auto.commit"})
 # Settings that aiokafka's consumer, producer or admin constructors do not all take.
 AIOKAFKA_CONSUMER_ONLY = frozenset(
     {
         "group_id",
         "auto_offset_reset",
+        "enable_auto_commit",
         "isolation_level",
         "session_timeout_ms",
         "heartbeat_interval_ms",

@@ -15,6 +15,8 @@ from confluent_kafka.admin import AdminClient
 from shared.kafka.client_props import (
     AIOKAFKA_CONSUMER_ONLY,
     AIOKAFKA_PRODUCER_ONLY,
+    LIBRDKAFKA_CONSUMER_ONLY,
+    LIBRDKAFKA_PRODUCER_ONLY,
     ClientProps,
     to_aiokafka,
     to_librdkafka,
@@ -35,7 +37,9 @@ def librdkafka_config(props: Mapping[str, str], role: str, **extra: Any) -> dict
     """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top."""
     translated = to_librdkafka(props)
     _warn_ignored(role, translated)
-    return {**translated.settings, **extra}
+    other_kind = LIBRDKAFKA_PRODUCER_ONLY if role == "consumer" else LIBRDKAFKA_CONSUMER_ONLY
+    settings = {key: value for key, value in translated.settings.items() if key not in other_kind}
+    return {**settings, **extra}
 
 
 def confluent_admin(props: Mapping[str, str], **extra: Any) -> AdminClient:

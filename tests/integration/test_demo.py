@@ -3,8 +3,10 @@ nothing the demo started is left running afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -37,7 +39,7 @@ def test_demo_mirrors_the_sample_topics_and_leaves_nothing_running(kafka_runtime
     run_id = uuid.uuid4().hex
     env = {**os.environ, "STRAIT_DEMO_TEST_RUN": run_id}
     result = subprocess.run(
-        [sys.executable, "-m", "services.cli", "demo", "--duration", "20", "--no-live"],
+        [sys.executable, "-m", "services.cli", "demo", "--duration", "20", "--no-live", "--keep-logs"],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -61,3 +63,26 @@ def test_demo_mirrors_the_sample_topics_and_leaves_nothing_running(kafka_runtime
     assert int(flow_totals[-1].replace(",", "")) > 0
     assert "stopped; nothing left running" in result.stdout
     assert left == [], f"processes the demo started are still alive: {left}"
+    kept = re.search(r"logs and config kept in (\S+)", result.stdout)
+    assert kept, result.stdout[-3000:]
+    try:
+        logs = sorted((Path(kept.group(1)) / "logs").glob("*.log"))
+        assert {log.stem for log in logs} >= {"data-mirror", "checkpoint", "topic-sync"}, logs
+        for log in logs:
+            assert_one_json_stream(log)
+    finally:
+        shutil.rmtree(kept.group(1), ignore_errors=True)
+
+
+def assert_one_json_stream(log: Path) -> None:
+    """Every line is a JSON event of the service (Spark's JVM and librdkafka included), and a default config
+    warns about no client setting the user never wrote."""
+    for number, line in enumerate(log.read_text().splitlines(), 1):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"{log.name}:{number} is not JSON: {line[:300]}") from None
+        assert isinstance(event, dict), f"{log.name}:{number}: {line[:300]}"
+        assert event.get("service", "").startswith("strait-"), f"{log.name}:{number}: {line[:300]}"
+        assert event["event"] != "client_settings_ignored", f"{log.name}:{number}: {line[:300]}"
+        assert event.get("facility") != "CONFWARN", f"{log.name}:{number}: {line[:300]}"

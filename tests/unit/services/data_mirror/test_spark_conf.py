@@ -22,3 +22,12 @@ def test_config_keys_pass_through_and_the_flag_overrides_master() -> None:
 def test_a_cluster_master_is_not_pinned_to_loopback() -> None:
     conf = spark_conf({"spark.master": "k8s://https://api:6443"})
     assert "spark.driver.bindAddress" not in conf
+
+
+def test_the_driver_jvm_logs_json_unless_the_user_brings_a_log4j_configuration() -> None:
+    options = spark_conf({"spark.driver.extraJavaOptions": "-Xss4m"})["spark.driver.extraJavaOptions"]
+    assert options.startswith("-Dlog4j2.configurationFile=file:")
+    assert options.endswith(" -Xss4m")
+    assert "log4j2-json.properties" in options
+    own = "-Dlog4j2.configurationFile=/etc/mine.xml"
+    assert spark_conf({"spark.driver.extraJavaOptions": own})["spark.driver.extraJavaOptions"] == own

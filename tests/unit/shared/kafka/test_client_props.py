@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from shared.errors import ConfigError
 from shared.kafka.client_props import to_aiokafka, to_librdkafka
+from shared.kafka.factories import aiokafka_kwargs, confluent_consumer, confluent_producer, librdkafka_config
 
 SCRAM = {
     "bootstrap.servers": "h1:9092,h2:9092",
@@ -79,3 +82,40 @@ def test_jaas_values_are_read_as_the_jvm_reads_them(jaas: str, password: str) ->
 def test_compression_none_means_no_compression_for_aiokafka() -> None:
     assert to_aiokafka({"compression.type": "none"}).settings["compression_type"] is None
     assert to_aiokafka({"compression.type": "LZ4"}).settings["compression_type"] == "lz4"
+
+
+def test_java_fetch_max_wait_reaches_librdkafka_under_its_own_name() -> None:
+    settings = librdkafka_config({"bootstrap.servers": "127.0.0.1:1", "fetch.max.wait.ms": "100"}, "consumer")
+    assert settings["fetch.wait.max.ms"] == "100"
+    consumer = confluent_consumer({"bootstrap.servers": "127.0.0.1:1", "fetch.max.wait.ms": "100"}, **{"group.id": "g"})
+    consumer.close()  # librdkafka refused the Java name outright ("No such configuration property")
+
+
+def test_a_client_gets_only_the_settings_of_its_kind_so_librdkafka_warns_about_none() -> None:
+    flow_wide = {"bootstrap.servers": "127.0.0.1:1", "isolation.level": "read_committed", "enable.auto.commit": "false"}
+    flow_wide |= {"acks": "all", "linger.ms": "5"}
+    producer_settings = librdkafka_config(flow_wide, "producer")
+    assert ("isolation.level" in producer_settings, "enable.auto.commit" in producer_settings) == (False, False)
+    assert producer_settings["acks"] == "all"
+    consumer_settings = librdkafka_config(flow_wide, "consumer")
+    assert consumer_settings["isolation.level"] == "read_committed"
+    assert "acks" not in consumer_settings
+    warnings: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warnings.append(record.getMessage())
+
+    logger = logging.getLogger("test-librdkafka-confwarn")
+    logger.addHandler(Collect())
+    logger.propagate = False
+    producer = confluent_producer(flow_wide, logger=logger)
+    producer.poll(0.2)
+    assert [w for w in warnings if "CONFWARN" in w] == []
+
+
+def test_aiokafka_consumers_honour_enable_auto_commit_instead_of_warning_about_it() -> None:
+    translated = to_aiokafka({"bootstrap.servers": "h:1", "enable.auto.commit": "false"})
+    assert translated.ignored == ()
+    assert aiokafka_kwargs({"enable.auto.commit": "false"}, "consumer")["enable_auto_commit"] is False
+    assert "enable_auto_commit" not in aiokafka_kwargs({"enable.auto.commit": "false"}, "producer")
