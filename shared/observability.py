@@ -31,13 +31,25 @@ def _mask(text: str) -> str:
 
 
 def _redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """structlog processor: mask secret-looking keys and any registered secret value."""
+    """structlog processor: mask secret-looking keys and any registered secret value, at any depth."""
     for key, value in list(event_dict.items()):
-        if _SECRET_KEY.search(key) and value is not None:
-            event_dict[key] = "***"
-        elif isinstance(value, str) and _known_secrets:
-            event_dict[key] = _mask(value)
+        event_dict[key] = _redacted(key, value)
     return event_dict
+
+
+def _redacted(key: object, value: Any, depth: int = 0) -> Any:
+    """`value` with secrets masked: a client config or a list of them logged whole is masked inside too."""
+    if isinstance(key, str) and _SECRET_KEY.search(key) and value is not None:
+        return "***"
+    if isinstance(value, str):
+        return _mask(value) if _known_secrets else value
+    if depth >= 8:  # deeper than any config we log: say so rather than walk a cycle
+        return "<nested too deep to check for secrets>"
+    if isinstance(value, Mapping):
+        return {k: _redacted(k, v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_redacted(None, item, depth + 1) for item in value]
+    return value
 
 
 def configure_logging(service: str, level: str = "INFO", stream: TextIO | None = None) -> None:

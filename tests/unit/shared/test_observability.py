@@ -86,3 +86,19 @@ def test_a_failing_probe_answers_503_with_the_error() -> None:
         assert "index not loaded" in json.loads(body)["error"]
     finally:
         server.stop()
+
+
+def test_secrets_inside_nested_values_are_masked_too() -> None:
+    stream = io.StringIO()
+    configure_logging("data-mirror", "INFO", stream=stream)
+    register_secrets(["n3sted-secret"])
+    structlog.get_logger("x").info(
+        "client_config",
+        props={"bootstrap.servers": "h:9092", "sasl.password": "hunter2", "inner": {"ssl.key.password": "pw"}},
+        clusters=[{"name": "A", "note": "jaas password=n3sted-secret"}],
+    )
+    text = stream.getvalue()
+    assert ("hunter2" in text, "n3sted-secret" in text, '"pw"' in text) == (False, False, False)
+    props = json.loads(text.splitlines()[0])["props"]
+    assert props["bootstrap.servers"] == "h:9092", "what is not secret stays readable"
+    assert props["inner"]["ssl.key.password"] == "***"
