@@ -7,6 +7,7 @@ import functools
 import importlib.util
 import json
 import os
+import secrets
 import sys
 import time
 import urllib.request
@@ -76,6 +77,8 @@ class SparkStandaloneCluster:
         worker_timeout_s: int = 10,
     ) -> None:
         self.port, self.web_ui_port = free_port(), free_port()
+        # Authenticated as a production cluster should be: drivers pass this as spark.authenticate.secret.
+        self.secret = secrets.token_hex(16)
         self.worker_ports = [(free_port(), free_port()) for _ in range(workers)]
         env = {
             "SPARK_HOME": str(SPARK_HOME),
@@ -91,6 +94,7 @@ class SparkStandaloneCluster:
         # submission server would take the fixed port 6066.
         options = [*_MODULE_OPTIONS, f"-Dspark.worker.timeout={worker_timeout_s}", "-Dspark.port.maxRetries=0"]
         options.append("-Dspark.master.rest.enabled=false")
+        options += ["-Dspark.authenticate=true", f"-Dspark.authenticate.secret={self.secret}"]
         spark_jvm = functools.partial(JvmProcess, jvm_options=options, classpath=str(SPARK_HOME / "jars" / "*"))
         master_args = ["--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.web_ui_port)]
         self.master = spark_jvm(_MASTER, master_args, log_path=work_dir / "master.log", env=env)

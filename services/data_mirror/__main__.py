@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.settings import DataMirrorSettings
+from services.data_mirror.spark_session import spark_conf
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.errors import ConfigError
 from shared.native_output import relay_native_stderr
@@ -45,6 +46,10 @@ def main() -> None:
     flows = selected_flows(config, settings.flows)
     if not flows:
         fail(PROG, "no enabled flow in the config (set e.g. A->B.enabled=true)")
+    try:
+        spark_conf(config.top_level, settings.spark_master)  # refused before anything starts
+    except ConfigError as exc:
+        fail(PROG, f"config {settings.config}: {exc}")
     registry = CollectorRegistry()
     driver = MirrorDriver(settings, config, flows, registry)
 

@@ -23,7 +23,7 @@ from services.data_mirror.progress import Progress
 from services.data_mirror.progress_follower import ProgressFollower
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
-from services.data_mirror.spark_session import spark_conf, start_spark
+from services.data_mirror.spark_session import spark_conf, start_spark, unprotected_settings
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
@@ -81,7 +81,15 @@ class MirrorDriver:
 
     def run(self) -> None:
         """The main loop; returns after a stop request, once every task handed over."""
-        spark = start_spark(spark_conf(self.config.top_level, self.settings.spark_master))
+        conf = spark_conf(self.config.top_level, self.settings.spark_master)
+        if unprotected := unprotected_settings(conf):
+            _log.warning(
+                "spark_traffic_unprotected",
+                master=conf["spark.master"],
+                off=unprotected,
+                hint="task specs (client settings) and records cross the network in clear; turn these back on",
+            )
+        spark = start_spark(conf)
         context = spark.sparkContext
         parallelism = max(1, context.defaultParallelism)
         self.slots = self.settings.tasks or max(1, parallelism // len(self.flows))

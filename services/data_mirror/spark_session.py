@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from shared.errors import ConfigError
+
 LOCAL_DEFAULTS = {
     "spark.app.name": "strait-data-mirror",
     "spark.ui.enabled": "false",
@@ -17,6 +19,15 @@ LOCAL_DEFAULTS = {
     "spark.task.maxFailures": "1",
     "spark.driver.memory": "1g",
 }
+# Off local mode, Spark's RPC and block transfers cross the network and carry task specs (client settings) and
+# records: authenticated and encrypted unless the config says otherwise.
+PROTECTED_OFF_LOCAL = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+    "spark.io.encryption.enabled": "true",
+}
+# Masters whose deployment makes a secret per application; every other one needs spark.authenticate.secret.
+_SECRET_MADE_BY_MASTER = ("yarn", "k8s://")
 # Spark's JVM logs JSON lines (see the file); a user's own log4j configuration in extraJavaOptions wins.
 JSON_LOG4J = Path(__file__).with_name("log4j2-json.properties")
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
@@ -34,10 +45,34 @@ def spark_conf(top_level: Mapping[str, str], master_override: str = "") -> dict[
     if conf["spark.master"].startswith("local"):
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    else:
+        _protect(conf)
     java_options = conf.get(_DRIVER_JAVA_OPTIONS, "")
     if "log4j2.configurationFile" not in java_options:
         conf[_DRIVER_JAVA_OPTIONS] = f"-Dlog4j2.configurationFile={JSON_LOG4J.as_uri()} {java_options}".strip()
     return conf
+
+
+def _protect(conf: dict[str, str]) -> None:
+    for key, value in PROTECTED_OFF_LOCAL.items():
+        conf.setdefault(key, value)
+    master = conf["spark.master"]
+    has_secret = "spark.authenticate.secret" in conf or "spark.authenticate.secret.file" in conf
+    authenticated = conf["spark.authenticate"].strip().lower() == "true"
+    if authenticated and not has_secret and not master.startswith(_SECRET_MADE_BY_MASTER):
+        raise ConfigError(
+            f"spark.master={master}: Spark authentication is on by default off local mode, and this master needs "
+            "spark.authenticate.secret (the secret its master and workers run with; ${env:...} or ${file:...} keep "
+            "it out of the file); spark.authenticate=false runs without it",
+            key="spark.authenticate.secret",
+        )
+
+
+def unprotected_settings(conf: Mapping[str, str]) -> list[str]:
+    """The protections a non-local master runs without, because the config turned them off (for a warning)."""
+    if conf.get("spark.master", "local").startswith("local"):
+        return []
+    return [key for key in PROTECTED_OFF_LOCAL if conf.get(key, "").strip().lower() != "true"]
 
 
 def start_spark(conf: Mapping[str, str]) -> SparkSession:

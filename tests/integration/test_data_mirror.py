@@ -254,6 +254,7 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
         "spark.executor.memory": "512m",
         "spark.cores.max": "4",
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.authenticate.secret": spark_standalone.secret,  # authentication and encryption: Strait's defaults
     }
     config = write_mm2_config(
         tmp_path / "mm2.properties",

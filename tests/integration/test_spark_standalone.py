@@ -24,7 +24,7 @@ import json, os, sys, time
 from pathlib import Path
 from pyspark.sql import SparkSession
 
-master, markers = sys.argv[1], Path(sys.argv[2])
+master, markers, secret = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 spark = (
     SparkSession.builder.master(master)
     .appName("strait-harness-check")
@@ -32,6 +32,8 @@ spark = (
     .config("spark.driver.bindAddress", "127.0.0.1")
     .config("spark.ui.enabled", "false")
     .config("spark.ui.showConsoleProgress", "false")
+    .config("spark.authenticate", "true")
+    .config("spark.authenticate.secret", secret)
     .config("spark.executor.memory", "512m")
     .config("spark.cores.max", "4")
     .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")  # wait for both executors before job 1
@@ -71,7 +73,7 @@ class Driver:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
         with open(log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", DRIVER, cluster.master_url, str(markers)],
+                [sys.executable, "-c", DRIVER, cluster.master_url, str(markers), cluster.secret],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from services.data_mirror.spark_session import spark_conf
+import pytest
+
+from services.data_mirror.spark_session import spark_conf, unprotected_settings
+from shared.errors import ConfigError
 
 
 def test_defaults_are_local_and_loopback_only() -> None:
@@ -31,3 +34,31 @@ def test_the_driver_jvm_logs_json_unless_the_user_brings_a_log4j_configuration()
     assert "log4j2-json.properties" in options
     own = "-Dlog4j2.configurationFile=/etc/mine.xml"
     assert spark_conf({"spark.driver.extraJavaOptions": own})["spark.driver.extraJavaOptions"] == own
+
+
+def test_off_local_mode_spark_traffic_is_authenticated_and_encrypted_by_default() -> None:
+    conf = spark_conf({"spark.master": "spark://m:7077", "spark.authenticate.secret": "s"})
+    assert (conf["spark.authenticate"], conf["spark.network.crypto.enabled"], conf["spark.io.encryption.enabled"]) == (
+        "true",
+        "true",
+        "true",
+    )
+    assert unprotected_settings(conf) == []
+    assert "spark.authenticate" not in spark_conf({})  # local mode never leaves the process
+
+
+def test_a_standalone_master_without_a_secret_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"spark.master=spark://m:7077: .* needs spark.authenticate.secret") as info:
+        spark_conf({"spark.master": "spark://m:7077"})
+    assert info.value.key == "spark.authenticate.secret"
+    spark_conf({"spark.master": "k8s://https://api:6443"})  # Kubernetes and YARN make a secret per application
+    spark_conf({"spark.master": "yarn"})
+
+
+def test_turning_protection_off_is_allowed_and_named_for_a_warning() -> None:
+    conf = spark_conf({"spark.master": "spark://m:7077", "spark.authenticate": "false"})
+    assert unprotected_settings(conf) == ["spark.authenticate"]
+    conf = spark_conf(
+        {"spark.master": "spark://m:7077", "spark.authenticate.secret": "s", "spark.io.encryption.enabled": "false"}
+    )
+    assert unprotected_settings(conf) == ["spark.io.encryption.enabled"]
