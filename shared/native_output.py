@@ -9,7 +9,6 @@ and never waits on the relay thread.
 
 from __future__ import annotations
 
-import contextvars
 import io
 import json
 import logging
@@ -121,8 +120,7 @@ class NativeStderrRelay:
         os.dup2(write_end, 2)
         os.close(write_end)
         self._reader: BinaryIO = os.fdopen(read_end, "rb")
-        context = contextvars.copy_context()  # the service name bound by configure_logging
-        self._thread = threading.Thread(target=context.run, args=(self._pump,), name="native-stderr", daemon=True)
+        self._thread = threading.Thread(target=self._pump, name="native-stderr", daemon=True)
         self._thread.start()
 
     def _pump(self) -> None:

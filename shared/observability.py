@@ -54,8 +54,14 @@ def _redacted(key: object, value: Any, depth: int = 0) -> Any:
 
 def configure_logging(service: str, level: str = "INFO", stream: TextIO | None = None) -> None:
     """One JSON object per line on `stream` for structlog and every stdlib logger (aiokafka, uvicorn, py4j)."""
+
+    def add_service(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        event_dict.setdefault("service", service)  # in every thread, not only where the context was bound
+        return event_dict
+
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
+        add_service,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 import urllib.error
 import urllib.request
 
@@ -102,3 +103,12 @@ def test_secrets_inside_nested_values_are_masked_too() -> None:
     props = json.loads(text.splitlines()[0])["props"]
     assert props["bootstrap.servers"] == "h:9092", "what is not secret stays readable"
     assert props["inner"]["ssl.key.password"] == "***"
+
+
+def test_events_from_other_threads_name_the_service_too() -> None:
+    stream = io.StringIO()
+    configure_logging("heartbeat", "INFO", stream=stream)
+    thread = threading.Thread(target=lambda: structlog.get_logger("watch").warning("cluster_unreachable"))
+    thread.start()
+    thread.join()
+    assert _lines(stream)[0]["service"] == "heartbeat"
