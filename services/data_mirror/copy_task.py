@@ -14,7 +14,7 @@ import gc
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -23,8 +23,12 @@ from services.data_mirror.progress import Progress, ProgressKey, encode_progress
 from services.data_mirror.record_size import record_size, surely_fits
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients, connect
+from services.data_mirror.task_secrets import with_secrets
 from services.data_mirror.work import TaskResult, TaskSpec
 from shared.records import OffsetSync
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
 
 CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
@@ -36,11 +40,14 @@ class TaskFailed(Exception):
     """The task cannot go on; the driver starts the slot again and it resumes from the committed progress."""
 
 
-def run_task(spec: TaskSpec) -> TaskResult:
-    """Spark entry point: copy until asked to hand over; errors come back as data, never as a lost record."""
+def run_task(spec: TaskSpec, secrets: Broadcast[dict[str, str]] | None = None) -> TaskResult:
+    """Spark entry point: copy until asked to hand over; errors come back as data, never as a lost record.
+
+    `secrets` is the driver's broadcast of the client secrets the spec's settings name by placeholder."""
     began = time.monotonic()
     _freeze_what_is_alive()
     try:
+        spec = with_secrets(spec, secrets.value if secrets is not None else {})
         clients = connect(spec)
     except Exception as exc:  # no clients, nothing copied: the driver retries the slot
         return TaskResult(spec.flow, spec.slot, spec.generation, error=f"connecting: {_describe(exc)}")

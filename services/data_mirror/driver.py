@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -24,10 +24,14 @@ from services.data_mirror.progress_follower import ProgressFollower
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
 from services.data_mirror.spark_session import spark_conf, start_spark, unprotected_settings
+from services.data_mirror.task_secrets import SecretVault
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
 from shared.errors import StraitError
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
 
 _log = structlog.get_logger("data-mirror")
 LOOP_S = 0.2
@@ -55,6 +59,8 @@ class MirrorDriver:
         self.links: dict[str, ControlLink] = {}
         self.followers: dict[str, ProgressFollower] = {}
         self.runs: dict[tuple[str, int], SlotRun] = {}
+        self.vault = SecretVault()  # client secrets go to tasks in one broadcast, never in their specs
+        self.secrets: Broadcast[dict[str, str]] | None = None
         self.slots = 1
         self.ready = False
         self.last_error: str | None = None
@@ -102,7 +108,7 @@ class MirrorDriver:
             )
         try:
             for flow in self.flows:
-                runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=self.slots)
+                runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=self.slots, vault=self.vault)
                 self.followers[flow.name] = ProgressFollower(
                     flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
                 )
@@ -112,6 +118,7 @@ class MirrorDriver:
                         {f.name for f in self.flows if f.target == flow.target},
                         replication_factor=flow.settings.checkpoints_topic_replication_factor,
                     )
+            self.secrets = context.broadcast(self.vault.values)
             self.ready = True
             _log.info(
                 "driver_ready",
@@ -187,7 +194,7 @@ class MirrorDriver:
             commit_interval_ms=self.settings.commit_interval_ms,
             blocked_retry_s=self.settings.blocked_retry_s,
         )
-        self.runs[(runtime.flow.name, slot)] = SlotRun(context, spec).start()
+        self.runs[(runtime.flow.name, slot)] = SlotRun(context, spec, self.secrets).start()
         self.metrics.task_starts.labels(runtime.flow.name).inc()
         _log.info(
             "task_started", flow=runtime.flow.name, slot=slot, generation=spec.generation, partitions=len(partitions)

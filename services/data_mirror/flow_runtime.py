@@ -10,6 +10,7 @@ import structlog
 from services.data_mirror.discovery import discover, max_message_bytes, topic_ids
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
+from services.data_mirror.task_secrets import SecretVault
 from services.data_mirror.work import transactional_id
 from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
@@ -26,7 +27,7 @@ LIMITS_REFRESH_S = 60
 class FlowRuntime:
     """Creates the flow's internal topics, loads its progress and keeps its partition set current."""
 
-    def __init__(self, flow: FlowConfig, *, tasks: int) -> None:
+    def __init__(self, flow: FlowConfig, *, tasks: int, vault: SecretVault) -> None:
         self.flow = flow
         settings = flow.settings
         policy = FlowTopics.for_flow(flow).policy
@@ -39,13 +40,13 @@ class FlowRuntime:
             syncs_topic, sync_props = policy.offset_syncs_topic(flow.source), flow.target_producer_props()
             syncs_admin = self.target_admin
         consumer_props = flow.source_consumer_props()
-        self.clients = FlowClients(
+        self.clients = FlowClients(  # what tasks get: secrets withheld, broadcast apart (task_secrets)
             flow=flow.name,
-            source_consumer=consumer_props,
-            source_admin=flow.source_admin_props(),
-            target_producer=flow.target_producer_props(),
-            target_consumer=flow.target_consumer_props(),
-            sync_producer=sync_props,
+            source_consumer=vault.withhold(consumer_props),
+            source_admin=vault.withhold(flow.source_admin_props()),
+            target_producer=vault.withhold(flow.target_producer_props()),
+            target_consumer=vault.withhold(flow.target_consumer_props()),
+            sync_producer=vault.withhold(sync_props),
             offset_syncs_topic=syncs_topic,
             progress_topic=progress_topic(flow.source),
             control_topic=CONTROL_TOPIC,

@@ -5,20 +5,25 @@ A job per slot (not one job for all) lets one slot be handed over or restarted w
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.data_mirror.copy_task import run_task
 from services.data_mirror.work import TaskResult, TaskSpec
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
 
 
 class SlotRun:
     """The Spark job running `spec`; `result` is set once the job is over, however it ended."""
 
-    def __init__(self, context: Any, spec: TaskSpec) -> None:
+    def __init__(self, context: Any, spec: TaskSpec, secrets: Broadcast[dict[str, str]] | None) -> None:
         self.context = context
         self.spec = spec
+        self.secrets = secrets
         self.result: TaskResult | None = None
         self.handover_requested = False
         self.started = time.monotonic()
@@ -47,7 +52,8 @@ class SlotRun:
         spec = self.spec
         try:
             self.context.setJobGroup(self.job_group, f"copy {spec.flow} slot {spec.slot}", interruptOnCancel=True)
-            results: list[TaskResult] = self.context.parallelize([spec], 1).map(run_task).collect()
+            task = functools.partial(run_task, secrets=self.secrets)
+            results: list[TaskResult] = self.context.parallelize([spec], 1).map(task).collect()
             self.result = results[0]
         except Exception as exc:  # a lost executor or worker: the slot starts again from the committed progress
             text = str(exc).strip()
