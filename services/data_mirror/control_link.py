@@ -53,23 +53,23 @@ class ControlLink:
         """Where a task starts reading the control topic: any hand-over request for it comes after this."""
         return int(self._consumer.get_watermark_offsets(TopicPartition(CONTROL_TOPIC, 0), timeout=10)[1])
 
-    def request_handover(self, flow: str, tasks: list[tuple[int, int]]) -> None:
+    def request_handover(self, flow: str, tasks: list[tuple[int, int]], *, timeout_s: float = 10) -> None:
         """Ask the running tasks (slot, generation) of `flow` to commit and return."""
         event = MirrorHandover(flow=flow, tasks=tuple(tasks))
         self._producer.produce(CONTROL_TOPIC, value=encode_event(event), key=event_key(event))
-        if self._producer.flush(10):
+        if self._producer.flush(timeout_s):
             # Not known to be written: the driver asks again next round (a late duplicate names no live task).
             raise KafkaOperationError(
-                f"hand-over request for {flow} not acknowledged on {CONTROL_TOPIC} within 10 s",
+                f"hand-over request for {flow} not acknowledged on {CONTROL_TOPIC} within {timeout_s:g} s",
                 operation="request hand-over",
             )
 
-    def publish_status(self, status: ServiceStatus) -> None:
+    def publish_status(self, status: ServiceStatus, *, timeout_s: float = 10) -> None:
         """Send a status record; waits briefly so a final status survives process exit."""
         self._producer.produce(STATUS_TOPIC, value=encode_event(status), key=event_key(status))
-        self._producer.flush(10)
+        self._producer.flush(timeout_s)
 
-    def close(self) -> None:
-        """Flush and close both clients."""
-        self._producer.flush(10)
+    def close(self, *, timeout_s: float = 10) -> None:
+        """Flush and close both clients (what the target has not acknowledged by then is dropped: status only)."""
+        self._producer.flush(timeout_s)
         self._consumer.close()

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("data-mirror")
 LOOP_S = 0.2
 HANDOVER_WAIT_S = 60
+# On stop, how long the target may take to acknowledge a hand-over request or the final status. A target that
+# does not answer cannot take the tasks' commits either, so they are cancelled at once instead of waited for.
+STOP_ACK_S = 3.0
 MAX_BACKOFF_S = 10.0
 RECOVERED_S = 10.0  # a restarted task that runs this long clears its slot's error from the status
 
@@ -139,12 +142,12 @@ class MirrorDriver:
         finally:
             self._status_stop.set()
             if self._status_thread is not None:
-                self._status_thread.join(timeout=30)
-            self._publish_status("stopped")
+                self._status_thread.join(timeout=STOP_ACK_S)  # a daemon thread: a probe in flight ends with us
+            self._publish_status("stopped", timeout_s=STOP_ACK_S)
             for follower in self.followers.values():
                 follower.close()
             for link in self.links.values():
-                link.close()
+                link.close(timeout_s=STOP_ACK_S)
             spark.stop()
             _log.info("driver_stopped", uptime_s=round(time.time() - self.started_ms / 1000, 1))
 
@@ -227,16 +230,17 @@ class MirrorDriver:
         self._failures.pop(key, None)
         self._problems.pop((key[0], f"slot {key[1]}"), None)
 
-    def _request_handover(self, runtime: FlowRuntime, runs: list[SlotRun]) -> None:
+    def _request_handover(self, runtime: FlowRuntime, runs: list[SlotRun], *, timeout_s: float = 10) -> bool:
         try:
             self.links[runtime.flow.target].request_handover(
-                runtime.flow.name, [(run.spec.slot, run.spec.generation) for run in runs]
+                runtime.flow.name, [(run.spec.slot, run.spec.generation) for run in runs], timeout_s=timeout_s
             )
         except Exception as exc:  # not published: asked again next round
             self._error(runtime.flow.name, "handover", str(exc))
-            return
+            return False
         for run in runs:
             run.handover_requested = True
+        return True
 
     def _hand_over_all(self) -> None:
         """Stop: every task commits and returns; a task that cannot be reached is cancelled after a bound."""
@@ -244,7 +248,10 @@ class MirrorDriver:
         for (flow, _), run in self.runs.items():
             by_flow.setdefault(flow, []).append(run)
         for flow, runs in by_flow.items():
-            self._request_handover(self.runtimes[flow], runs)
+            if not self._request_handover(self.runtimes[flow], runs, timeout_s=STOP_ACK_S):
+                for run in runs:  # the target is not answering: nothing more can be committed there
+                    _log.warning("task_cancelled", flow=flow, slot=run.spec.slot, reason="target unreachable")
+                    run.cancel()
         deadline = time.monotonic() + HANDOVER_WAIT_S
         for run in self.runs.values():
             run.join(max(0.0, deadline - time.monotonic()))
@@ -382,7 +389,7 @@ class MirrorDriver:
             errors.append(self.last_error or f"{len(blocked)} partitions stopped at a refused record")
         return errors
 
-    def _publish_status(self, state: str | None) -> None:
+    def _publish_status(self, state: str | None, *, timeout_s: float = 10) -> None:
         for runtime in list(self.runtimes.values()):
             states = list(runtime.states.values())  # a copy: the main loop changes the set meanwhile
             blocked = [s for s in states if s.blocked_at is not None]
@@ -416,6 +423,6 @@ class MirrorDriver:
             if link is None:
                 continue
             try:
-                link.publish_status(status)
+                link.publish_status(status, timeout_s=timeout_s)
             except Exception as exc:  # status is best effort; the next round tries again
                 _log.warning("status_not_published", flow=runtime.flow.name, error=str(exc))

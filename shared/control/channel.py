@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 
+import structlog
 from aiokafka import TopicPartition
 from pydantic import BaseModel
 
@@ -12,6 +13,9 @@ from shared.control.codec import Event, decode_event, encode_event
 from shared.control.topic_names import CONTROL_TOPIC, STATUS_TOPIC
 from shared.kafka.factories import aio_consumer, aio_producer, confluent_admin
 from shared.kafka.topics import ensure_internal_topic
+
+_log = structlog.get_logger(__name__)
+STOP_TIMEOUT_S = 3.0
 
 
 def event_key(event: BaseModel) -> bytes:
@@ -56,11 +60,18 @@ class ControlPublisher:
         """Send one status record (keyed by instance on the compacted status topic)."""
         await self._producer.send_and_wait(STATUS_TOPIC, encode_event(status), key=event_key(status))
 
-    async def stop(self) -> None:
-        """Flush and close; safe to call twice, and after a start that failed or never happened."""
+    async def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Flush and close within `timeout_s`; safe to call twice, and after a start that failed or never happened.
+
+        aiokafka's stop waits for every pending record, without a bound: with the cluster gone that is forever.
+        What is still pending then is control and status records the cluster would not take anyway.
+        """
         # The producer is closed even if never started: aiokafka warns about every unclosed producer.
         self._started = False
-        await self._producer.stop()
+        try:
+            await asyncio.wait_for(self._producer.stop(), timeout_s)
+        except TimeoutError:
+            _log.warning("control_records_dropped_at_stop", waited_s=timeout_s, reason="cluster did not acknowledge")
 
 
 async def follow_events(

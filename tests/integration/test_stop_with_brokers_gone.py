@@ -1,0 +1,87 @@
+"""SIGTERM after every broker is gone: data-mirror and the translator still exit promptly and cleanly.
+
+An operator stopping Strait during a cluster outage (or a Kubernetes node drain after one) must not wait out
+client timeouts: nothing can be committed to a cluster that does not answer, so there is nothing to wait for.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from shared.localkafka import KafkaCluster
+from shared.localkafka.cluster import free_port
+from tests.support.kafka_io import consume_all, make_topic, produce
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+
+pytestmark = pytest.mark.slow
+# The bound docs/operations.md promises. #19 asks for 10 s; a client call already under way when SIGTERM comes
+# (a topic listing, up to 15 s against a cluster that is gone) still has to end first, so this is 30 s for now.
+EXIT_WITHIN_S = 30
+
+
+@pytest.fixture
+def doomed_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
+    """A cluster of this test's own: it is stopped under running services."""
+    cluster = KafkaCluster("GONE")
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+def test_sigterm_with_every_broker_gone_exits_cleanly_within_the_bound(
+    doomed_cluster: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    props = doomed_cluster.client_properties()
+    topic = f"gone-{unique}"
+    make_topic(props, topic, 2)
+    make_topic(props, f"A.{topic}", 2)
+    produce(props, topic, [(None, f"v{i}".encode()) for i in range(50)])
+    config = write_mm2_config(
+        tmp_path / "mm2.properties", {"A": doomed_cluster, "B": doomed_cluster}, {"A->B": {"topics": topic}}
+    )
+    port = free_port()
+    with (
+        ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as mirror,
+        ServiceProcess("offset_translator", config, tmp_path, "--port", str(port)) as translator,
+    ):
+        mirror.wait_for_log("task_started", timeout_s=180)
+        assert len(consume_all(props, f"A.{topic}", 50, timeout_s=120)) == 50
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            deadline = time.monotonic() + 60
+            while client.get("/ready").status_code != 200:
+                assert time.monotonic() < deadline, translator.tail()
+                time.sleep(0.2)
+
+        doomed_cluster.stop()
+        time.sleep(3)  # the services notice: connections refused, requests failing
+        exits = sigterm_all({"data-mirror": mirror, "translator": translator}, give_up_s=90)
+    print(f"\nexit code and seconds after SIGTERM with every broker gone: {exits}")
+    tails = f"{mirror.tail()}\n{translator.tail()}"
+    assert {name: code for name, (code, _) in exits.items()} == {"data-mirror": 0, "translator": 0}, tails
+    assert all(took_s <= EXIT_WITHIN_S for _, took_s in exits.values()), f"{exits}\n{tails}"
+
+
+def sigterm_all(services: dict[str, ServiceProcess], give_up_s: float) -> dict[str, tuple[int | None, float]]:
+    """SIGTERM every service at once; each one's exit code and seconds to exit (None: still running)."""
+    began = time.monotonic()
+    for service in services.values():
+        assert service.popen is not None
+        service.popen.send_signal(signal.SIGTERM)
+    exits: dict[str, tuple[int | None, float]] = {}
+    while len(exits) < len(services) and time.monotonic() - began < give_up_s:
+        for name, service in services.items():
+            assert service.popen is not None
+            if name not in exits and service.popen.poll() is not None:
+                exits[name] = (service.popen.returncode, round(time.monotonic() - began, 1))
+        time.sleep(0.1)
+    for name in services:
+        exits.setdefault(name, (None, give_up_s))
+    return exits
