@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from shared.config import FlowConfig, FlowSettings
 from shared.filters import DefaultTopicFilter, TopicFilter
 from shared.replication_policy import ReplicationPolicy, replication_policy_for, should_replicate_topic
+
+_TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +57,16 @@ class FlowTopics:
     def remote_topic(self, topic: str) -> str:
         """The name on the target of source topic `topic`."""
         return self.policy.format_remote_topic(self.source, topic)
+
+    @property
+    def remote_heartbeats_topic(self) -> str:
+        """The source's heartbeats as mirrored into the target (`A.heartbeats`): what tells the flow is alive."""
+        return self.remote_topic(self.policy.heartbeats_topic())
+
+    def lease_topic(self, service: str) -> str:
+        """`strait.lease.<service>.<source>.<target>.internal`: the flow's coordination topic on its target."""
+        return _TOPIC_UNSAFE.sub("_", f"strait.lease.{service}.{self.source}.{self.target}.internal")
+
+    def lease_group(self, service: str) -> str:
+        """`strait.<service>.<source>-><target>`: the consumer group whose membership is `service`'s lease."""
+        return f"strait.{service}.{self.source}->{self.target}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,9 +26,9 @@ from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
 from shared.errors import AuthorizationError, ConfigError, KafkaOperationError, StraitError
+from shared.flow_topics import FlowTopics
 from shared.lease import ShardLease
 
-_TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]")
 OPEN_RETRY_S = 5.0
 
 
@@ -96,16 +95,6 @@ def error_kind(exc: BaseException) -> str:
     return "other"
 
 
-def lease_topic(service: str, flow: FlowConfig) -> str:
-    """`strait.lease.<service>.<source>.<target>.internal`: the flow's coordination topic on its target."""
-    return _TOPIC_UNSAFE.sub("_", f"strait.lease.{service}.{flow.source}.{flow.target}.internal")
-
-
-def lease_group(service: str, flow: FlowConfig) -> str:
-    """`strait.<service>.<source>-><target>`: the consumer group whose membership is the lease."""
-    return f"strait.{service}.{flow.name}"
-
-
 class LeaderLoop:
     """One flow of a leader-run service: lease, rounds while leader, status and error bookkeeping."""
 
@@ -131,8 +120,8 @@ class LeaderLoop:
         self.log = structlog.get_logger(service).bind(flow=flow.name)
         self._lease = ShardLease(
             flow.target_cluster.consumer_props(),
-            group_id=lease_group(service, flow),
-            topic=lease_topic(service, flow),
+            group_id=FlowTopics.for_flow(flow).lease_group(service),
+            topic=FlowTopics.for_flow(flow).lease_topic(service),
             shards=1,
             replication_factor=replication_factor,
             instance_id=instance_id,

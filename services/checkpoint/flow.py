@@ -34,7 +34,6 @@ from shared.kafka.group_offsets import GroupAdmin
 from shared.kafka.group_requests import GroupOffsetsClient
 from shared.kafka.record_writer import RecordWriter
 from shared.kafka.topics import ensure_internal_topic_async
-from shared.leader_loop import lease_group, lease_topic
 from shared.lease import ShardLease
 from shared.offset_sync_store import OffsetSyncStore
 
@@ -66,8 +65,8 @@ class FlowCheckpointer:
         self._timeout_s = self._settings.admin_timeout_ms / 1000
         self.lease = ShardLease(
             flow.target_consumer_props(),
-            group_id=lease_group(SERVICE, flow),
-            topic=lease_topic(SERVICE, flow),
+            group_id=FlowTopics.for_flow(flow).lease_group(SERVICE),
+            topic=FlowTopics.for_flow(flow).lease_topic(SERVICE),
             shards=settings.shards,
             replication_factor=self._replication_factor,
             instance_id=settings.instance_id,

@@ -50,8 +50,7 @@ def chosen_flows(config: MirrorMakerConfig, flows: str | None) -> tuple[FlowConf
 
 def _heartbeat_ms(flow: FlowConfig, timeout_s: float) -> int | None:
     """Timestamp of the newest heartbeat mirrored into the flow's target, or None."""
-    policy = FlowTopics.for_flow(flow).policy
-    topic = policy.format_remote_topic(flow.source, policy.heartbeats_topic())
+    topic = FlowTopics.for_flow(flow).remote_heartbeats_topic
     record = last_record(flow.target_consumer_props(), topic, timeout_s=timeout_s)
     if record is None or record.key is None or record.value is None:
         return None

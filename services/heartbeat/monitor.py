@@ -26,8 +26,7 @@ class FlowMonitor:
 
     def __init__(self, flow: FlowConfig, metrics: HeartbeatMetrics, *, stall_after_s: float) -> None:
         self.flow = flow
-        policy = FlowTopics.for_flow(flow).policy
-        self.topic = policy.format_remote_topic(flow.source, policy.heartbeats_topic())
+        self.topic = FlowTopics.for_flow(flow).remote_heartbeats_topic
         self.liveness = Liveness(int(stall_after_s * 1000), now_ms())
         self.follower = TopicFollower(flow.target_consumer_props(), self.topic, self._handle)
         self._metrics = metrics

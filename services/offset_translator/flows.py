@@ -51,7 +51,7 @@ class ServedFlow:
             checkpoints_topic=policy.checkpoints_topic(flow.source),
             offset_syncs_topic=policy.offset_syncs_topic(flow.target if on_source else flow.source),
             offset_syncs_cluster=flow.source if on_source else flow.target,
-            heartbeats_topic=policy.format_remote_topic(flow.source, policy.heartbeats_topic()),
+            heartbeats_topic=FlowTopics.for_flow(flow).remote_heartbeats_topic,
         )
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from shared.config import parse_mm2_config
 from shared.errors import AuthorizationError, ConfigError, KafkaOperationError
-from shared.leader_loop import error_kind, lease_group, lease_topic
+from shared.flow_topics import FlowTopics
+from shared.leader_loop import error_kind
 from shared.leader_service import selected_flows
 
 BASE = {"clusters": "A, B, C", **{f"{x}.bootstrap.servers": f"{x.lower()}:9092" for x in "ABC"}}
@@ -38,9 +39,10 @@ def test_nothing_to_serve_is_a_config_error(props: dict[str, str], flows: str, m
 
 def test_lease_names_are_per_service_and_flow_and_internal() -> None:
     flow = parse_mm2_config({**BASE, "A->B.enabled": "true"}, env={}).flow("A", "B")
-    assert lease_group("topic-sync", flow) == "strait.topic-sync.A->B"
-    assert lease_topic("topic-sync", flow) == "strait.lease.topic-sync.A.B.internal"
-    assert lease_topic("acl-sync", flow).endswith(".internal")
+    names = FlowTopics.for_flow(flow)
+    assert names.lease_group("topic-sync") == "strait.topic-sync.A->B"
+    assert names.lease_topic("topic-sync") == "strait.lease.topic-sync.A.B.internal"
+    assert names.lease_topic("acl-sync").endswith(".internal")
 
 
 def test_errors_are_counted_by_kind() -> None:
