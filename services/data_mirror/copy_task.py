@@ -89,6 +89,8 @@ class CopyTask:
         self.records = 0
         self.commits = 0
         self.syncs_failed = 0
+        self.read_errors = 0
+        self.last_read_error: str | None = None
         self.progress_error: str | None = None
 
     def run(self) -> TaskResult:
@@ -262,7 +264,11 @@ class CopyTask:
 
     def _consumer_error(self, msg: Any) -> None:
         error = msg.error()
-        if error.code() == KafkaError._PARTITION_EOF or error.retriable():
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.retriable():  # librdkafka retries it; counted and reported, so a struggling source shows
+            self.read_errors += 1
+            self.last_read_error = f"{error.name()}: {error.str()}"
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
         if error.code() in TOPIC_GONE and part is not None:
@@ -360,13 +366,14 @@ class CopyTask:
         work = part.work
         part.position = position
         syncs_failed, self.syncs_failed = self.syncs_failed, 0
+        read_errors, self.read_errors = self.read_errors, 0
         self.clients.producer.produce(
             self.spec.progress_topic,
             value=encode_progress(
                 position,
                 source_topic_id=work.source_topic_id,
                 remote_topic_id=work.remote_topic_id,
-                report=part.report(syncs_failed),
+                report=part.report(syncs_failed, read_errors),
             ),
             key=ProgressKey(self.spec.flow, *work.key).encode(),
             partition=0,

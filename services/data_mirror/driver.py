@@ -304,6 +304,8 @@ class MirrorDriver:
             metrics.offset_syncs.labels(state.flow).inc(report.syncs)
         if report.syncs_failed:
             metrics.offset_syncs_failed.labels(state.flow).inc(report.syncs_failed)
+        if report.read_errors:
+            metrics.source_read_errors.labels(state.flow).inc(report.read_errors)
         if report.expired:
             metrics.records_expired.labels(*labels).inc(report.expired)
             _log.warning(

@@ -83,6 +83,12 @@ class MirrorMetrics:
         self.offset_syncs_failed = Counter(
             "strait_mirror_offset_syncs_failed", "offset syncs the broker did not take", ("flow",), registry=registry
         )
+        self.source_read_errors = Counter(
+            "strait_mirror_source_read_errors",
+            "retriable errors the copy tasks' source consumers reported (retried; a rising count: a struggling source)",
+            ("flow",),
+            registry=registry,
+        )
         self.partitions = Gauge("strait_mirror_partitions", "partitions mirrored", ("flow",), registry=registry)
         self.topics_waiting = Gauge(
             "strait_mirror_topics_waiting",

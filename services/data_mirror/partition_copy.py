@@ -127,7 +127,7 @@ class PartitionCopy:
         """Nothing in flight and nothing refused: the consumer's position may stand for the partition's."""
         return not self.in_flight and self.refused_at is None and self.held_at is None
 
-    def report(self, syncs_failed: int = 0) -> CopyReport:
+    def report(self, syncs_failed: int = 0, read_errors: int = 0) -> CopyReport:
         """What happened since the last progress record; resets the counters."""
         blocked_offset = self.refused_at
         acked = self.acked_records
@@ -146,6 +146,7 @@ class PartitionCopy:
             blocked_since_ms=self.blocked_since_ms if blocked_offset is not None else None,
             syncs=self.syncs_sent,
             syncs_failed=syncs_failed,
+            read_errors=read_errors,
         )
         self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = 0
         self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0

@@ -40,7 +40,7 @@ class ProgressKey:
         return cls(flow, topic, partition)
 
 
-_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed"})
+_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed", "read_errors"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class CopyReport:
     blocked_since_ms: int | None = None
     syncs: int = 0
     syncs_failed: int = 0
+    read_errors: int = 0  # retriable errors the task's source consumer reported (librdkafka retries them)
 
     def encode(self) -> dict[str, Any]:
         """Only the fields that say something (keeps the record small): no None, and no zero counts."""

@@ -80,12 +80,13 @@ class FakeConsumer:
         self.cluster = cluster
         self.positions: dict[tuple[str, int], int] = {}
         self.paused: set[tuple[str, int]] = set()
+        self.errors: list[FakeMessage] = []  # returned by the next consume, before any record
 
     def assign(self, tps: list[TopicPartition]) -> None:
         self.positions = {(tp.topic, tp.partition): tp.offset for tp in tps}
 
     def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
-        out: list[FakeMessage] = []
+        out, self.errors = self.errors, []
         for key, position in list(self.positions.items()):
             if key in self.paused:
                 continue

@@ -5,10 +5,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from confluent_kafka import KafkaError
+
 from services.data_mirror.copy_task import CopyTask
+from services.data_mirror.progress import decode_progress_record
 from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.records import OffsetSync
-from tests.unit.services.data_mirror.fake_kafka import FakeCluster, FakeProducer, Record, fake_clients, read_progress
+from tests.unit.services.data_mirror.fake_kafka import (
+    FakeCluster,
+    FakeMessage,
+    FakeProducer,
+    Record,
+    fake_clients,
+    read_progress,
+)
 
 FLOW = "A->B"
 PROGRESS = "strait.offsets.A.internal"
@@ -176,3 +186,22 @@ def test_exactly_once_a_refused_record_aborts_the_interval_and_the_next_task_sto
     assert error is None
     assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)[:30]]
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 30
+
+
+def test_retriable_source_errors_are_counted_in_the_progress_report_and_copying_goes_on() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 20)
+    clients = fake_clients(
+        cluster,
+        FakeProducer(cluster),
+        progress_topic=PROGRESS,
+        flow=FLOW,
+        handover=_until(lambda: len(cluster.log("A.orders", 0)) == 20),
+    )
+    lost = KafkaError(KafkaError._TRANSPORT, "connection to the source broker lost", fatal=False, retriable=True)
+    clients.consumer.errors = [FakeMessage("orders", 0, -1, Record(None, None, 0, None), error=lost) for _ in range(3)]
+    result = CopyTask(_spec(1), clients).run()
+    assert result.error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
+    reports = [decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0) if r.value is not None]
+    assert sum(report.read_errors for report in reports if report is not None) == 3
