@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from shared.kafka.factories import aio_consumer, confluent_admin
+from shared.kafka.factories import AdminClient, aio_consumer, confluent_admin
 from shared.kafka.topics import create_topic
 
 _log = structlog.get_logger(__name__)
@@ -59,6 +59,7 @@ class ShardLease:
         self.owned: frozenset[int] = frozenset()
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._admin: AdminClient | None = None
         self.changed = asyncio.Event()
 
     @property
@@ -92,9 +93,11 @@ class ShardLease:
 
     async def start(self) -> None:
         """Create the coordination topic if needed and join the group."""
+        if self._admin is None:  # one per lease, not one per start: a start is retried while the cluster is down
+            self._admin = confluent_admin(self._props)
         await asyncio.to_thread(
             create_topic,
-            confluent_admin(self._props),
+            self._admin,
             self.topic,
             partitions=self.shards,
             replication_factor=self._replication_factor,

@@ -28,7 +28,7 @@ from shared.control import ControlPublisher
 from shared.errors import CodecError, StraitError
 from shared.filters import DefaultGroupFilter
 from shared.flow_topics import FlowTopics
-from shared.kafka.factories import confluent_admin
+from shared.kafka.factories import AdminClient, confluent_admin
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.kafka.group_offsets import GroupAdmin
 from shared.kafka.group_requests import GroupOffsetsClient
@@ -63,6 +63,7 @@ class FlowCheckpointer:
         self._rules = CheckpointRules(flow.source, flow.target, topics.policy, topics.topic_filter, self._translate)
         self._replication_factor = self._settings.checkpoints_topic_replication_factor
         self._timeout_s = self._settings.admin_timeout_ms / 1000
+        self._target_admin: AdminClient | None = None
         self.lease = ShardLease(
             flow.target_consumer_props(),
             group_id=FlowTopics.for_flow(flow).lease_group(SERVICE),
@@ -191,9 +192,10 @@ class FlowCheckpointer:
                 if not self.opened:
                     await self._publisher.start()
                     self.opened = True
-                admin = confluent_admin(self.flow.target_admin_props())
+                if self._target_admin is None:  # made once: the open is retried while the target is down
+                    self._target_admin = confluent_admin(self.flow.target_admin_props())
                 await ensure_internal_topic_async(
-                    admin, self.checkpoints_topic, replication_factor=self._replication_factor
+                    self._target_admin, self.checkpoints_topic, replication_factor=self._replication_factor
                 )
                 await self.lease.start()
             except StraitError as exc:
@@ -211,7 +213,7 @@ class FlowCheckpointer:
                 target_props = self.flow.target_admin_props()
                 self.syncer = GroupOffsetSyncer(
                     self.flow.name,
-                    GroupAdmin(self.flow.target, confluent_admin(target_props), timeout_s=self._timeout_s),
+                    GroupAdmin(self.flow.target, self._target_admin, timeout_s=self._timeout_s),
                     GroupOffsetsClient(self.flow.target, target_props, timeout_s=self._timeout_s),
                     self.table,
                     self._metrics,

@@ -13,7 +13,7 @@ from typing import Literal
 from services.offset_translator.errors import ConflictError
 from services.offset_translator.models import FailoverPartition, FailoverRequest, FailoverResult, GroupOffsets
 from shared.kafka.factories import confluent_admin
-from shared.kafka.group_members import GroupMembership, describe_group
+from shared.kafka.group_members import GroupMembership
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin, GroupBusyError
 
 
@@ -59,8 +59,7 @@ class FailoverExecutor:
         return admin
 
     def _membership(self, cluster: str, group: str) -> GroupMembership:
-        client = confluent_admin(self._admin_props[cluster])
-        return describe_group(client, group, cluster=cluster, timeout_s=self._timeout_s)
+        return self._admin(cluster).membership(group)
 
     async def run(self, offsets: GroupOffsets, request: FailoverRequest) -> FailoverResult:
         """Check the group is idle on the target, plan, and (unless a dry run) write; ConflictError if active."""

@@ -22,6 +22,20 @@ from shared.kafka.client_props import (
     to_librdkafka,
 )
 
+# Services hold these clients as values; they name the types from here, not from the client libraries.
+__all__ = [
+    "AdminClient",
+    "aio_admin",
+    "aio_client",
+    "aio_consumer",
+    "aio_producer",
+    "aiokafka_kwargs",
+    "confluent_admin",
+    "confluent_consumer",
+    "confluent_producer",
+    "librdkafka_config",
+]
+
 _log = structlog.get_logger(__name__)
 _warned: set[tuple[str, tuple[str, ...]]] = set()
 

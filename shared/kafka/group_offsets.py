@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from shared.errors import KafkaOperationError
 from shared.kafka.cluster_errors import cluster_error, kafka_error_code
+from shared.kafka.group_members import GroupMembership, describe_group
 
 # Requests issued before the first answer is awaited; bounds memory with very many groups.
 WINDOW = 5000
@@ -67,6 +68,10 @@ class GroupAdmin:
         self.cluster = cluster
         self._admin = admin
         self._timeout_s = timeout_s
+
+    def membership(self, group: str) -> GroupMembership:
+        """The group's state and member count on this cluster (one describe, retried within the timeout)."""
+        return describe_group(self._admin, group, cluster=self.cluster, timeout_s=self._timeout_s)
 
     def list_groups(self) -> GroupListing:
         """All consumer groups and their states, in one request per broker."""
