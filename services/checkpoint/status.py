@@ -2,25 +2,48 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
+from services.checkpoint.checkpoint_table import CheckpointTable
+from services.checkpoint.offset_syncer import GroupOffsetSyncer
+from shared.cluster_watch import ClusterWatch
+from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
-
-if TYPE_CHECKING:
-    from services.checkpoint.flow import FlowCheckpointer
+from shared.lease import ShardLease
 
 SERVICE = "checkpoint"
 # Names of active target groups shown in the status; the count is always complete.
 ACTIVE_SAMPLE = 20
 
 
+class CheckpointFlowView(Protocol):
+    """What the status reads from a checkpoint flow (FlowCheckpointer); the flow imports this module, not back."""
+
+    flow: FlowConfig
+    opened: bool
+    last_error: str | None
+    checkpoints_topic: str
+    offset_syncs_topic: str
+    lease: ShardLease
+    relevant_groups: list[str]
+    table: CheckpointTable
+    checkpoints_written: int
+    misses: int
+    last_round_ms: float | None
+    syncer: GroupOffsetSyncer | None
+    watch: ClusterWatch
+
+    @property
+    def translating(self) -> bool: ...
+
+
 class FlowStatusReporter:
     """Keyed `<instance>/<flow>`, like every per-flow status, so flows sharing a target keep their own record."""
 
-    def __init__(self, flow: FlowCheckpointer, instance_id: str, publisher: ControlPublisher) -> None:
+    def __init__(self, flow: CheckpointFlowView, instance_id: str, publisher: ControlPublisher) -> None:
         self._flow = flow
         self.instance = f"{instance_id}/{flow.flow.name}"
         self._reporter = StatusReporter(
