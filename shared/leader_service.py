@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
@@ -40,7 +41,8 @@ def selected_flows(config: MirrorMakerConfig, flows: str) -> tuple[FlowConfig, .
 class LeaderLoopService(Service):
     """Runs each LeaderLoop as a background task; stop lets rounds finish, then closes loops in reverse."""
 
-    def __init__(self, loops: Sequence[LeaderLoop]) -> None:
+    def __init__(self, loops: Sequence[LeaderLoop], *, name: str) -> None:
+        self.name = name
         super().__init__()
         self.loops = list(loops)
         self._loop_tasks: list[asyncio.Task[None]] = []
@@ -100,3 +102,35 @@ def leader_flow_loop(
         replication_factor=replication_factor,
         watch=ClusterWatch.for_flows([flow]),
     )
+
+
+class LeaderSettings(Protocol):
+    """What every leader-run service's settings carry."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    @property
+    def status_interval_s(self) -> float: ...
+
+
+def leader_service(
+    service: str,
+    settings: LeaderSettings,
+    flows: Iterable[FlowConfig],
+    metrics: LeaderMetrics,
+    make_job: Callable[[FlowConfig, ControlPublisher, float], LeaderJob],
+) -> LeaderLoopService:
+    """The whole service: a LeaderLoop per flow, each running the job `make_job(flow, publisher, timeout_s)` builds."""
+    loops = [
+        leader_flow_loop(
+            service,
+            flow,
+            instance_id=settings.instance_id,
+            status_interval_s=settings.status_interval_s,
+            metrics=metrics,
+            make_job=functools.partial(make_job, flow),
+        )
+        for flow in flows
+    ]
+    return LeaderLoopService(loops, name=service)

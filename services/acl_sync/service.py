@@ -11,22 +11,22 @@ from services.acl_sync.settings import AclSyncSettings
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher
 from shared.kafka.acl_admin import AclAdmin
-from shared.leader_loop import LeaderLoop
-from shared.leader_service import LeaderLoopService, leader_flow_loop, selected_flows
+from shared.leader_service import LeaderLoopService, leader_service, selected_flows
 
 SERVICE = "acl-sync"
 
 
-class AclSyncService(LeaderLoopService):
-    """Runs one LeaderLoop with an AclSyncJob per flow."""
+def build(settings: AclSyncSettings, config: MirrorMakerConfig, registry: CollectorRegistry) -> LeaderLoopService:
+    """The service for the flows `settings.flows` names (or every enabled flow) that sync ACLs."""
+    metrics = AclSyncMetrics(registry)
+    flows = []
+    for flow in selected_flows(config, settings.flows):
+        if flow.settings.sync_topic_acls_enabled:
+            flows.append(flow)
+        else:
+            structlog.get_logger(SERVICE).info("acl_sync_disabled", flow=flow.name, key="sync.topic.acls.enabled")
 
-    name = SERVICE
-
-
-def flow_loop(flow: FlowConfig, settings: AclSyncSettings, metrics: AclSyncMetrics) -> LeaderLoop:
-    """The lease, status publisher and job of one flow (clients connect when the loop runs)."""
-
-    def make_job(_publisher: ControlPublisher, timeout_s: float) -> AclSyncJob:
+    def make_job(flow: FlowConfig, _publisher: ControlPublisher, timeout_s: float) -> AclSyncJob:
         return AclSyncJob(
             flow,
             source=AclAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s),
@@ -34,23 +34,4 @@ def flow_loop(flow: FlowConfig, settings: AclSyncSettings, metrics: AclSyncMetri
             metrics=metrics,
         )
 
-    return leader_flow_loop(
-        SERVICE,
-        flow,
-        instance_id=settings.instance_id,
-        status_interval_s=settings.status_interval_s,
-        metrics=metrics.common,
-        make_job=make_job,
-    )
-
-
-def build(settings: AclSyncSettings, config: MirrorMakerConfig, registry: CollectorRegistry) -> AclSyncService:
-    """The service for the flows `settings.flows` names (or every enabled flow) that sync ACLs."""
-    metrics = AclSyncMetrics(registry)
-    loops = []
-    for flow in selected_flows(config, settings.flows):
-        if not flow.settings.sync_topic_acls_enabled:
-            structlog.get_logger(SERVICE).info("acl_sync_disabled", flow=flow.name, key="sync.topic.acls.enabled")
-            continue
-        loops.append(flow_loop(flow, settings, metrics))
-    return AclSyncService(loops)
+    return leader_service(SERVICE, settings, flows, metrics.common, make_job)

@@ -20,13 +20,14 @@ from confluent_kafka.admin import (
 )
 from prometheus_client import CollectorRegistry
 
-from services.acl_sync.service import AclSyncService, build
+from services.acl_sync.service import build
 from services.acl_sync.settings import AclSyncSettings
 from shared.config import load_mm2_config
 from shared.control import read_statuses
 from shared.filters import AclBindingSpec
 from shared.kafka.acl_admin import to_binding
 from shared.kafka.factories import confluent_admin
+from shared.leader_service import LeaderLoopService
 from shared.localkafka import KafkaCluster
 from tests.integration.conftest import MIRROR_USER
 from tests.integration.test_topic_sync import REPO, write_config
@@ -35,7 +36,9 @@ from tests.support.service_process import ServiceProcess
 
 
 @contextlib.asynccontextmanager
-async def running(config: Path, instance: str, flows: str) -> AsyncIterator[tuple[AclSyncService, CollectorRegistry]]:
+async def running(
+    config: Path, instance: str, flows: str
+) -> AsyncIterator[tuple[LeaderLoopService, CollectorRegistry]]:
     """acl-sync in this process (as `run_service` builds it), stopped on exit."""
     settings = AclSyncSettings(config=config, instance_id=instance, flows=flows, status_interval_s=1)
     registry = CollectorRegistry()

@@ -26,12 +26,13 @@ from confluent_kafka.admin import (
 )
 from prometheus_client import CollectorRegistry
 
-from services.topic_sync.service import TopicSyncService, build
+from services.topic_sync.service import build
 from services.topic_sync.settings import TopicSyncSettings
 from shared.config import load_mm2_config
 from shared.control import RemoteTopic, TopicsChanged, follow_events, read_statuses
 from shared.kafka.factories import confluent_admin
 from shared.kafka.topic_admin import ConfigEntrySpec, TopicAdmin
+from shared.leader_service import LeaderLoopService
 from shared.localkafka import KafkaCluster, SaslUser
 from tests.integration.conftest import MIRROR_USER
 from tests.support.kafka_io import make_topic
@@ -66,7 +67,7 @@ def write_config(
 @contextlib.asynccontextmanager
 async def running(
     config: Path, instance: str, flows: str = ""
-) -> AsyncIterator[tuple[TopicSyncService, CollectorRegistry]]:
+) -> AsyncIterator[tuple[LeaderLoopService, CollectorRegistry]]:
     """topic-sync in this process (as `run_service` builds it), stopped on exit."""
     settings = TopicSyncSettings(config=config, instance_id=instance, flows=flows, status_interval_s=1)
     registry = CollectorRegistry()
