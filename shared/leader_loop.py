@@ -118,10 +118,11 @@ class LeaderLoop:
         self._metrics = metrics
         self._status_interval_s = status_interval_s
         self.log = structlog.get_logger(service).bind(flow=flow.name)
+        names = FlowTopics.for_flow(flow)
         self._lease = ShardLease(
             flow.target_cluster.consumer_props(),
-            group_id=FlowTopics.for_flow(flow).lease_group(service),
-            topic=FlowTopics.for_flow(flow).lease_topic(service),
+            group_id=names.lease_group(service),
+            topic=names.lease_topic(service),
             shards=1,
             replication_factor=replication_factor,
             instance_id=instance_id,

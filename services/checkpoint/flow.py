@@ -66,8 +66,8 @@ class FlowCheckpointer:
         self._target_admin: AdminClient | None = None
         self.lease = ShardLease(
             flow.target_consumer_props(),
-            group_id=FlowTopics.for_flow(flow).lease_group(SERVICE),
-            topic=FlowTopics.for_flow(flow).lease_topic(SERVICE),
+            group_id=topics.lease_group(SERVICE),
+            topic=topics.lease_topic(SERVICE),
             shards=settings.shards,
             replication_factor=self._replication_factor,
             instance_id=settings.instance_id,

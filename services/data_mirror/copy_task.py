@@ -90,7 +90,6 @@ class CopyTask:
         self.commits = 0
         self.syncs_failed = 0
         self.read_errors = 0
-        self.last_read_error: str | None = None
         self.progress_error: str | None = None
 
     def run(self) -> TaskResult:
@@ -268,7 +267,6 @@ class CopyTask:
             return
         if error.retriable():  # librdkafka retries it; counted and reported, so a struggling source shows
             self.read_errors += 1
-            self.last_read_error = f"{error.name()}: {error.str()}"
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
         if error.code() in TOPIC_GONE and part is not None:
