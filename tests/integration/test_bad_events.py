@@ -122,9 +122,15 @@ def test_control_link_of_data_mirror_skips_garbage_and_sees_the_next_event(
     event = TopicsChanged(flow=flow, topics=(RemoteTopic(source_topic="t", remote_topic="S.t", partitions=1),))
     link = ControlLink(props, {flow}, replication_factor=1)
     try:
-        # The link reads from the end: a first event tells when it is positioned.
-        produce_at(props, CONTROL_TOPIC, [(b"first", encode_event(event))])
-        wait_until("the link to read its first event", link.topics_changed, 60)
+        # The link reads from the end, resolved when its first fetch starts: an event written before that is not
+        # seen. One more event per try tells when it is positioned; then whatever is left of them is read.
+        def positioned() -> bool:
+            produce_at(props, CONTROL_TOPIC, [(b"first", encode_event(event))])
+            return link.topics_changed()
+
+        wait_until("the link to read a first event", positioned, 60)
+        time.sleep(1)
+        link.topics_changed()
         with capture_logs() as logs:
             offsets = produce_at(props, CONTROL_TOPIC, [*json_garbage(unique), (b"valid", encode_event(event))])
             assert wait_until("the valid event after the garbage", link.topics_changed, 60)
