@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.records.offset_sync import OffsetSync
+from shared.records.offset_sync import OffsetSync, SyncSegment
 
 SYNCS_PER_PARTITION = 64
+RUNS_PER_PARTITION = 64
 
 _LONG_MIN = -(1 << 63)
 _LONG_MAX = (1 << 63) - 1
@@ -25,12 +28,30 @@ def _as_long(value: int) -> int:
 
 @dataclass(frozen=True, eq=False, slots=True)
 class _StoredSync:
-    """A received sync and the run it belongs to; compared by identity, like MM2's sync objects."""
+    """A received sync and its writer's segment; compared by identity, like MM2's sync objects."""
 
     sync: OffsetSync
-    run_id: int
+    segment: SyncSegment | None
     upstream: int
     downstream: int
+
+
+@dataclass(slots=True)
+class _Run:
+    """Upstream offsets first..last map to `offset + shift` downstream, one to one, with nothing between."""
+
+    first: int
+    last: int
+    shift: int
+
+
+def _continues(previous: _StoredSync, new: _StoredSync) -> bool:
+    """`new` extends `previous`'s run: both offsets advanced by the same positive amount, and (when the
+    writer marks its syncs, as Strait's does) both lie in one segment of that writer: no jump between them."""
+    upstream_step = new.upstream - previous.upstream
+    if upstream_step <= 0 or upstream_step != new.downstream - previous.downstream:
+        return False
+    return new.segment == previous.segment
 
 
 def _invariant_b(i_sync: _StoredSync, j_sync: _StoredSync, i: int, j: int) -> bool:
@@ -64,13 +85,20 @@ class OffsetSyncStore:
     each sync replaces the whole array, so a sync that an earlier generation might have used is never
     trusted. An upstream rewind also clears the partition.
 
-    Strait's addition, `translate_exact`, rests on one more invariant. Every received sync belongs to a
-    *run*: a sync continues the previous sync's run (regardless of clears) when both offsets advanced
-    by the same positive amount, otherwise it starts a new run. Within a run downstream - upstream is
-    constant. A data mirror writes a sync at every upstream offset jump and at every restart, so between
-    two syncs of one run no record was skipped or duplicated and an offset between them maps exactly.
-    Deltas that disagree mean gaps, duplicates or downstream transaction markers; there the store falls
-    back to MM2's answer, which may re-deliver but never skips.
+    Strait's addition, `translate_exact`, rests on *runs*, kept apart from the array. A received sync
+    continues the previous sync's run when both offsets advanced by the same positive amount and, for
+    syncs that carry a `SyncSegment` (Strait's), when both carry the same one; otherwise it starts a new
+    run. A data mirror writes a sync at every upstream offset jump, every downstream jump and every restart,
+    so between two syncs of one run no record was skipped or duplicated and every offset between them maps
+    exactly. Deltas that disagree mean gaps, duplicates or downstream transaction markers; different
+    segments mean a jump whose sync may have been lost. There the store answers as MM2 does, which may
+    re-deliver but never skips.
+
+    Runs are built from every sync read, the initial read included: a compacted offset-syncs topic keeps,
+    per key, only a suffix of the syncs written (the last one before the cleaned point and all after), so
+    consecutive syncs read were consecutive as written. That is why exact answers survive a restart while
+    the array, by MM2's rule, starts again from the latest sync. The newest `RUNS_PER_PARTITION` runs are
+    kept; a rewind of either offset (a re-copy, a recreated topic) forgets the older ones.
     """
 
     def __init__(self, *, initialization_must_read_to_end: bool = True) -> None:
@@ -78,7 +106,7 @@ class OffsetSyncStore:
         self._read_to_end = False
         self._syncs: dict[TopicPartition, list[_StoredSync]] = {}
         self._last_received: dict[TopicPartition, _StoredSync] = {}
-        self._next_run_id = 0
+        self._runs: dict[TopicPartition, list[_Run]] = {}
 
     @property
     def read_to_end(self) -> bool:
@@ -93,14 +121,15 @@ class OffsetSyncStore:
         """The (topic, partition) pairs that have at least one sync."""
         return frozenset(self._syncs)
 
-    def handle_record(self, key: bytes, value: bytes) -> None:
+    def handle_record(self, key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]] = ()) -> None:
         """Decode an offset-syncs record and apply it; raises CodecError for bytes that do not decode."""
-        self.handle(OffsetSync.decode(key, value))
+        self.handle(OffsetSync.decode(key, value), SyncSegment.from_headers(headers))
 
-    def handle(self, sync: OffsetSync) -> None:
+    def handle(self, sync: OffsetSync, segment: SyncSegment | None = None) -> None:
         """Apply one sync, in the order read from the offset-syncs topic."""
         tp = (sync.topic, sync.partition)
-        entry = self._with_run(tp, sync)
+        entry = _StoredSync(sync, segment, sync.upstream_offset, sync.downstream_offset)
+        self._extend_runs(tp, self._last_received.get(tp), entry)
         self._last_received[tp] = entry
         current = self._syncs.get(tp)
         if current is None:
@@ -111,15 +140,16 @@ class OffsetSyncStore:
         self._update_sync_array(updated, current, entry)
         self._syncs[tp] = updated
 
-    def _with_run(self, tp: TopicPartition, sync: OffsetSync) -> _StoredSync:
-        previous = self._last_received.get(tp)
-        if previous is not None:
-            upstream_step = sync.upstream_offset - previous.upstream
-            downstream_step = sync.downstream_offset - previous.downstream
-            if upstream_step > 0 and upstream_step == downstream_step:
-                return _StoredSync(sync, previous.run_id, sync.upstream_offset, sync.downstream_offset)
-        self._next_run_id += 1
-        return _StoredSync(sync, self._next_run_id, sync.upstream_offset, sync.downstream_offset)
+    def _extend_runs(self, tp: TopicPartition, previous: _StoredSync | None, new: _StoredSync) -> None:
+        runs = self._runs.setdefault(tp, [])
+        if previous is not None and _continues(previous, new):
+            runs[-1].last = new.upstream
+            return
+        if previous is not None and (new.upstream < previous.upstream or new.downstream < previous.downstream):
+            runs.clear()  # a rewind: what older runs say about these offsets may no longer hold
+        runs.append(_Run(new.upstream, new.upstream, new.downstream - new.upstream))
+        if len(runs) > RUNS_PER_PARTITION:
+            del runs[0]
 
     def _update_sync_array(self, syncs: list[_StoredSync], original: list[_StoredSync], new: _StoredSync) -> None:
         """MM2's update: repair invariant A, then B index by index, reusing old syncs to keep the most."""
@@ -182,26 +212,20 @@ class OffsetSyncStore:
         return stored.downstream + step
 
     def translate_exact(self, topic: str, partition: int, upstream_offset: int) -> int | None:
-        """Like `translate_downstream`, but exact between two stored syncs of one run.
+        """Like `translate_downstream`, but exact inside a run.
 
-        For U between the newest stored sync s with s.up <= U and the next newer stored sync n, if s and n
-        belong to the same run the answer is s.down + (U - s.up); in every other case (different runs, U at
-        or beyond the newest sync, not read to end, no sync) it is `translate_downstream`'s answer.
+        For U between the first and last sync of a kept run the answer is U + (down - up) of that run; in
+        every other case (between runs, beyond the newest sync, not read to end, no sync) it is
+        `translate_downstream`'s answer.
         """
         if not self._read_to_end:
             return None
-        syncs = self._syncs.get((topic, partition))
-        if syncs is None:
-            return None
-        index = self._latest_index(syncs, upstream_offset)
-        stored = syncs[index]
-        if stored.upstream > upstream_offset:
-            return -1
-        if stored.upstream == upstream_offset:
-            return stored.downstream
-        if index > 0 and syncs[index - 1].run_id == stored.run_id:
-            return stored.downstream + (upstream_offset - stored.upstream)
-        return stored.downstream + 1
+        runs = self._runs.get((topic, partition))
+        if runs:
+            index = bisect_right(runs, upstream_offset, key=lambda run: run.first) - 1
+            if index >= 0 and upstream_offset <= runs[index].last:
+                return upstream_offset + runs[index].shift
+        return self.translate_downstream(topic, partition, upstream_offset)
 
     def sync_for(self, topic: str, partition: int, index: int) -> OffsetSync:
         """The sync stored at `index` (0 newest, 63 oldest) for a partition; for tests and diagnostics."""

@@ -244,7 +244,7 @@ class FlowCheckpointer:
             if record.key is None or record.value is None:
                 continue
             try:
-                self.store.handle_record(record.key, record.value)
+                self.store.handle_record(record.key, record.value, record.headers)
             except CodecError as exc:
                 self.invalid_syncs += 1
                 self.log.warning(

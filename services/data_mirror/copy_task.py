@@ -25,7 +25,7 @@ from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients, connect
 from services.data_mirror.task_secrets import with_secrets
 from services.data_mirror.work import TaskResult, TaskSpec
-from shared.records import OffsetSync
+from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -389,12 +389,14 @@ class CopyTask:
         for part in self.parts.values():
             syncs = part.tracker.take()
             part.syncs_sent += len(syncs)
-            for upstream, downstream in syncs:
-                sync = OffsetSync(part.work.source_topic, part.work.partition, upstream, downstream)
+            for pending in syncs:
+                sync = OffsetSync(part.work.source_topic, part.work.partition, pending.upstream, pending.downstream)
+                segment = SyncSegment(part.tracker.writer, pending.jumps)
                 sync_producer.produce(
                     self.spec.offset_syncs_topic,
                     key=sync.record_key(),
                     value=sync.record_value(),
+                    headers=[(SYNC_SEGMENT_HEADER, segment.encode())],
                     partition=0,
                     on_delivery=self.on_sync,
                 )

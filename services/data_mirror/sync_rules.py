@@ -7,15 +7,27 @@ last record delivered before each commit, so every discontinuity (a restart, a m
 whose offset deltas differ: that is what lets the translation index be exact within a run.
 
 Syncs wait in memory until the next commit; at most `max_pending` per partition, so a transactional or
-compacted source (a skip every few records) cannot grow memory or the syncs topic without bound. A sync left
-out only costs precision: the next one written has a different delta, so no run spans the gap.
+compacted source (a skip every few records) cannot grow memory or the syncs topic without bound. Every sync
+carries the number of jumps the tracker had seen when it decided it (its segment), so a reader never joins
+two syncs across a jump, even when the jump's own sync was left out or lost in delivery: a sync left out or
+lost only costs precision.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 MAX_PENDING_SYNCS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSync:
+    """A sync to write at the next commit, with the number of jumps seen when it was decided."""
+
+    upstream: int
+    downstream: int
+    jumps: int
 
 
 @dataclass
@@ -24,32 +36,35 @@ class SyncTracker:
 
     offset_lag_max: int
     max_pending: int = MAX_PENDING_SYNCS
+    writer: int = field(default_factory=lambda: random.getrandbits(63))  # one sequence per task life
     last_sync_downstream: int = -1
     previous_upstream: int = -2
     previous_downstream: int = -2
-    pending: list[tuple[int, int]] = field(default_factory=list)
+    pending: list[PendingSync] = field(default_factory=list)
     left_out: int = 0
+    jumps: int = 0
     _last_synced: bool = True
 
     def delivered(self, upstream: int, downstream: int) -> None:
         """Record an acknowledged record; queue a sync for it when a rule asks for one."""
         jumped = upstream != self.previous_upstream + 1 or downstream != self.previous_downstream + 1
         self.previous_upstream, self.previous_downstream = upstream, downstream
+        self.jumps += jumped
         if jumped or downstream - self.last_sync_downstream - 1 >= self.offset_lag_max:
             self.last_sync_downstream = downstream
             self._last_synced = len(self.pending) < self.max_pending
             if self._last_synced:
-                self.pending.append((upstream, downstream))
+                self.pending.append(PendingSync(upstream, downstream, self.jumps))
             else:
                 self.left_out += 1
         else:
             self._last_synced = False
 
-    def take(self) -> list[tuple[int, int]]:
+    def take(self) -> list[PendingSync]:
         """The syncs to write at a commit: the queued ones and the last delivered record if it has none yet."""
         syncs, self.pending = self.pending, []
         if not self._last_synced and self.previous_upstream >= 0:
-            syncs.append((self.previous_upstream, self.previous_downstream))
+            syncs.append(PendingSync(self.previous_upstream, self.previous_downstream, self.jumps))
             self.last_sync_downstream = self.previous_downstream
             self._last_synced = True
         return syncs

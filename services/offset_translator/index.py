@@ -144,7 +144,7 @@ class TranslatorIndex:
                 self._skip("offset-syncs", record, "tombstone or missing key")
                 continue
             try:
-                store.handle_record(record.key, record.value)
+                store.handle_record(record.key, record.value, record.headers)
             except CodecError as exc:
                 self._skip("offset-syncs", record, str(exc))
         self.records_read["offset-syncs"] += len(records)

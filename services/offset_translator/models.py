@@ -110,8 +110,13 @@ class OffsetTranslation(BaseModel):
     partition: int
     offset: int = Field(description="the source (upstream) offset")
     remote_topic: str = Field(description="the topic's name on the target")
-    downstream_offset: int = Field(description="Strait's translation: exact between syncs of one gap-free run")
-    mm2_downstream_offset: int = Field(description="what MM2's OffsetSyncStore would answer (never ahead)")
+    downstream_offset: int = Field(description="Strait's translation: exact inside a gap-free run of syncs")
+    mm2_downstream_offset: int | None = Field(
+        description=(
+            "what MM2's OffsetSyncStore would answer (never ahead); null where MM2 has no answer, e.g. an offset"
+            " older than the one sync it keeps after a restart"
+        )
+    )
 
 
 class Topology(BaseModel):

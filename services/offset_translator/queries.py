@@ -101,7 +101,7 @@ def translate_offset(
         raise UnknownPartitionError(
             f"no offset sync for {topic}-{partition} in {flow.offset_syncs_topic} on {flow.offset_syncs_cluster}"
         )
-    if exact < 0 or mm2 < 0:
+    if exact < 0:
         raise UnknownPartitionError(f"offset {offset} of {topic}-{partition} is older than every stored offset sync")
     return OffsetTranslation(
         source=source,
@@ -111,7 +111,7 @@ def translate_offset(
         offset=offset,
         remote_topic=flow.policy.format_remote_topic(source, topic),
         downstream_offset=exact,
-        mm2_downstream_offset=mm2,
+        mm2_downstream_offset=None if mm2 < 0 else mm2,
     )
 
 

@@ -32,6 +32,7 @@ class FollowedRecord:
     value: bytes | None
     timestamp_ms: int
     topic: str = ""  # for log lines about the record
+    headers: Sequence[tuple[str, bytes | None]] = ()
 
 
 RecordsHandler = Callable[[Sequence[FollowedRecord]], None]
@@ -119,7 +120,7 @@ class TopicFollower:
                 records = batches.get(partition)
                 if records:
                     self._handle(
-                        [FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic) for r in records],
+                        [FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic, r.headers) for r in records],
                     )
                     self.records_read += len(records)
                     self._next_offset = records[-1].offset + 1

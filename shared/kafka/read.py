@@ -38,7 +38,9 @@ def _read_range(
                 continue
             offset = message.offset() or 0
             position = offset + 1
-            yield FollowedRecord(offset, message.key(), message.value(), message.timestamp()[1], topic)
+            yield FollowedRecord(
+                offset, message.key(), message.value(), message.timestamp()[1], topic, message.headers() or ()
+            )
         if not messages:
             # Transaction markers take offsets but are never returned; the position still moves past them.
             position = max(position, consumer.position([assignment])[0].offset)

@@ -1,9 +1,17 @@
-"""OffsetSync records of the `mm2-offset-syncs.<alias>.internal` topic, byte-compatible with MM2."""
+"""OffsetSync records of the `mm2-offset-syncs.<alias>.internal` topic, byte-compatible with MM2.
+
+Strait's writer adds one record header, `SYNC_SEGMENT_HEADER`, that MM2 ignores: the writer's id and how many
+offset jumps (a skipped or repeated offset on either side) that writer had seen when it decided the sync. Two
+syncs of one writer with the same count have nothing but one-to-one copies between them, even when syncs
+between them were lost in delivery or left out; that is what makes a run of syncs provably gap-free.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shared.errors import CodecError
 from shared.records.primitives import Reader, encode_int32, encode_int64, encode_string
 
 
@@ -39,3 +47,39 @@ class OffsetSync:
         downstream = value_reader.read_int64("offset")
         value_reader.finish()
         return cls(topic, partition, upstream, downstream)
+
+
+SYNC_SEGMENT_HEADER = "strait.sync.segment"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSegment:
+    """Which stretch of one-to-one copying a sync belongs to: `writer` is random per partition and task life,
+    `jumps` the number of offset jumps that writer had seen when it decided the sync."""
+
+    writer: int
+    jumps: int
+
+    def encode(self) -> bytes:
+        """16 bytes: writer INT64, jumps INT64."""
+        return encode_int64(self.writer, "writer") + encode_int64(self.jumps, "jumps")
+
+    @classmethod
+    def decode(cls, value: bytes) -> SyncSegment:
+        """Decode the header value; raises CodecError on truncated or trailing bytes."""
+        reader = Reader(value, "OffsetSync segment header")
+        writer = reader.read_int64("writer")
+        jumps = reader.read_int64("jumps")
+        reader.finish()
+        return cls(writer, jumps)
+
+    @classmethod
+    def from_headers(cls, headers: Sequence[tuple[str, bytes | None]]) -> SyncSegment | None:
+        """The segment a record's headers carry; None when absent (MM2's syncs) or not decodable."""
+        for name, value in headers:
+            if name == SYNC_SEGMENT_HEADER and value is not None:
+                try:
+                    return cls.decode(value)
+                except CodecError:
+                    return None
+        return None

@@ -15,6 +15,7 @@ from shared.localkafka import KafkaCluster
 from shared.localspark import SparkStandaloneCluster
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import OffsetSync
+from shared.records.offset_sync import SyncSegment
 from tests.support.kafka_io import Rec, consume_all, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
@@ -77,14 +78,20 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
         code = mirror.stop()
     assert code == 0, mirror.tail()
 
-    # A follower that was running while the mirror worked (as checkpoint is) keeps every sync it saw.
+    # Read as a translator that starts now does: every sync before it answers (MM2 would keep only the newest).
     store = OffsetSyncStore()
-    store.mark_read_to_end()
+    writers: dict[tuple[str, int], set[int]] = {}
     for record in read_to_end(cluster_a.client_properties(), "mm2-offset-syncs.B.internal"):
         assert record.key is not None
         assert record.value is not None
         assert len(record.value) == 16
-        store.handle(OffsetSync.decode(record.key, record.value))
+        segment = SyncSegment.from_headers(record.headers)
+        assert segment is not None, "every sync carries its writer's segment"
+        sync = OffsetSync.decode(record.key, record.value)
+        writers.setdefault((sync.topic, sync.partition), set()).add(segment.writer)
+        store.handle(sync, segment)
+    store.mark_read_to_end()
+    assert len(writers) == 8
     for topic in topics:
         for partition in range(4):
             for upstream in (0, 1, 99, 100, 1500, 12_345, 24_999):

@@ -19,15 +19,21 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
+from services.checkpoint.service import build as build_checkpoint
+from services.checkpoint.settings import CheckpointSettings
+from services.data_mirror.sync_rules import SyncTracker
 from services.offset_translator.app import create_app
 from services.offset_translator.settings import TranslatorSettings
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.control import ControlPublisher, StatusReporter
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.read import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.localkafka.cluster import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync
+from shared.records.offset_sync import SYNC_SEGMENT_HEADER, SyncSegment
 from tests.support.kafka_io import make_topic, produce
 from tests.support.mm2_client import translate_offsets
 from tests.support.mm2_config import write_mm2_config
@@ -141,6 +147,100 @@ async def test_translate_endpoint_equals_mm2_remote_cluster_utils(flow: Flow, un
     mm2 = await asyncio.to_thread(translate_offsets, flow.b, flow.source, group)
     assert ours == mm2
     assert ours == {(flow.remote("orders"), 0): 141, (flow.remote("orders"), 1): 2, (flow.remote("payments"), 2): 2950}
+
+
+# -- exact answers across restarts ------------------------------------------------------------
+
+
+def copy_exactly_once(flow: Flow, topic: str, records: int, interval: int) -> list[OffsetSync]:
+    """Copy `topic` A -> B in transactions of `interval` records, as an exactly-once data mirror does, and
+    write the offset syncs its SyncTracker decides (with their segment header) after each commit."""
+    remote = flow.remote(topic)
+    make_topic(flow.b, remote, 1)
+    copier = confluent_producer(flow.b, **{"transactional.id": f"copy-{topic}", "linger.ms": 5})
+    copier.init_transactions(30)
+    for start in range(0, records, interval):
+        copier.begin_transaction()
+        for upstream in range(start, min(start + interval, records)):
+            copier.produce(remote, value=f"v{upstream}".encode(), partition=0)
+        copier.commit_transaction(30)
+    copied = read_to_end(flow.b, remote)
+    assert [r.value for r in copied] == [f"v{u}".encode() for u in range(records)]
+
+    make_topic(flow.a, flow.syncs_topic, 1, **COMPACT)
+    writer = confluent_producer(flow.a)
+    tracker = SyncTracker(offset_lag_max=100)
+    written: list[OffsetSync] = []
+    for upstream, record in enumerate(copied):
+        tracker.delivered(upstream, record.offset)
+        if upstream % interval == interval - 1 or upstream == records - 1:  # a commit
+            for pending in tracker.take():
+                sync = OffsetSync(topic, 0, pending.upstream, pending.downstream)
+                header = (SYNC_SEGMENT_HEADER, SyncSegment(tracker.writer, pending.jumps).encode())
+                writer.produce(
+                    flow.syncs_topic, key=sync.record_key(), value=sync.record_value(), headers=[header], partition=0
+                )
+                written.append(sync)
+    assert writer.flush(30) == 0
+    return written
+
+
+async def test_answers_stay_exact_when_checkpoint_and_translator_restart(
+    flow: Flow, cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    topic, group = f"events-{unique}", f"late-{unique}"
+    make_topic(flow.a, topic, 1)
+    produce(flow.a, topic, [(None, f"v{u}".encode()) for u in range(3000)], partition=0)
+    # 30 transactions: each commit marker on B starts a new run of syncs; MM2's store thins the old ones out.
+    syncs = copy_exactly_once(flow, topic, 3000, interval=100)
+    assert len({(s.downstream_offset - s.upstream_offset) for s in syncs}) == 30
+    config = write_mm2_config(
+        tmp_path / "restart.properties",
+        {flow.source: cluster_a, flow.target: cluster_b},
+        {f"{flow.source}->{flow.target}": {"topics": topic, "emit.checkpoints.interval.seconds": "1",
+                                           "refresh.groups.interval.seconds": "1"}},
+    )  # fmt: skip
+    base = f"/v1/flows/{flow.source}/{flow.target}"
+    remote = flow.remote(topic)
+
+    def checkpoint_service() -> Any:
+        values = CheckpointSettings(config=config, instance_id=f"cp-{unique}", status_interval_s=1)
+        return build_checkpoint(values, load_mm2_config(config), CollectorRegistry())
+
+    async def resumes_at(client: httpx.AsyncClient, downstream: int) -> None:
+        await wait_for(
+            client,
+            f"{base}/offsets",
+            lambda r: r.status_code == 200 and [o["offset"] for o in r.json()["offsets"]] == [downstream],
+            params={"group": group},
+        )
+
+    # First lives: the group has read 500 records.
+    commit(flow.a, group, {(topic, 0): 500})
+    async with (
+        checkpoint_service(),
+        running(create_app(settings_for(flow, config=config), load_mm2_config(config))) as client,
+    ):
+        await resumes_at(client, 505)  # 500 records and 5 commit markers before it on B
+
+    # While both are down the group reads on, to 1234; then both restart and read the topics from the start.
+    commit(flow.a, group, {(topic, 0): 1234})
+    exact = next(r.offset for r in read_to_end(flow.b, remote) if r.value == b"v1234")
+    assert exact == 1246
+    async with (
+        checkpoint_service(),
+        running(create_app(settings_for(flow, config=config), load_mm2_config(config))) as client,
+    ):
+        await resumes_at(client, exact)
+        translated = await client.get(f"{base}/translate", params={"topic": topic, "partition": 0, "offset": 1234})
+    assert translated.status_code == 200, translated.text
+    answer = translated.json()
+    assert answer["downstream_offset"] == exact
+    # MM2's store keeps only the newest sync after a restart: it has no answer for 1234 at all.
+    assert answer["mm2_downstream_offset"] is None
+
+    mm2_client = await asyncio.to_thread(translate_offsets, flow.b, flow.source, group)
+    assert mm2_client == {(remote, 0): exact}
 
 
 # -- failover drill ----------------------------------------------------------------------------

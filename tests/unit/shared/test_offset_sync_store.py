@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from shared.errors import CodecError
-from shared.offset_sync_store import SYNCS_PER_PARTITION, OffsetSyncStore
-from shared.records.offset_sync import OffsetSync
+from shared.offset_sync_store import RUNS_PER_PARTITION, SYNCS_PER_PARTITION, OffsetSyncStore
+from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
 
 TOPIC = "topic1"
 PARTITION = 2
@@ -328,9 +328,11 @@ def test_downstream_jump_falls_back() -> None:
     store = started_store()
     sync_every_ten(store, 0, 1000)
     sync_every_ten(store, 1010, 1030, shift=5)
-    # Stored now: ..., 960, 990 (old run), 1020, 1030 (new run).
+    # Stored in MM2's array now: ..., 960, 990 (old run), 1020, 1030 (new run); the old run ends at 1000.
     assert exact(store, 975) == 975
-    assert exact(store, 995) == translate(store, 995) == 991
+    assert exact(store, 995) == 995
+    assert translate(store, 995) == 991
+    assert exact(store, 1005) == translate(store, 1005) == 991  # between the runs: where the markers sit
     assert exact(store, 1025) == 1030
 
 
@@ -365,7 +367,91 @@ def test_equal_upstream_restart_starts_a_new_run() -> None:
     sync(store, 100, 300)
     sync(store, 200, 400)
     assert exact(store, 150) == 350
-    assert exact(store, 50) == translate(store, 50) == 1
+    assert exact(store, 50) == 50  # the first run still holds: nothing re-copied below 100
+    assert translate(store, 50) == 1
+
+
+def marked(store: OffsetSyncStore, upstream: int, downstream: int, writer: int, jumps: int) -> None:
+    """A sync as Strait's data mirror writes it: with its writer's segment in a header."""
+    record = OffsetSync(TOPIC, PARTITION, upstream, downstream)
+    header = (SYNC_SEGMENT_HEADER, SyncSegment(writer, jumps).encode())
+    store.handle_record(record.record_key(), record.record_value(), [("other", b"x"), header])
+
+
+def test_exact_answers_survive_a_restart_that_keeps_only_the_latest_sync_for_mm2() -> None:
+    # A translator restarting reads every sync before it answers; MM2's array keeps only the latest.
+    restarted = OffsetSyncStore()
+    for upstream in range(0, 5001, 100):
+        marked(restarted, upstream, upstream + 70, writer=7, jumps=1)
+    restarted.mark_read_to_end()
+    assert translate(restarted, 4999) == -1  # MM2: older than the one sync it kept
+    assert translate(restarted, 5000) == 5070
+    for upstream in (0, 1, 2345, 4999, 5000):
+        assert exact(restarted, upstream) == upstream + 70
+    assert exact(restarted, 5001) == translate(restarted, 5001) == 5071  # past the last sync: MM2's answer
+
+
+def test_a_jump_whose_sync_was_lost_splits_the_run() -> None:
+    # Writer 7 saw a jump after 100 (its sync was lost in delivery); an upstream gap and target markers
+    # can cancel out, so the equal deltas around it prove nothing.
+    store = started_store()
+    marked(store, 0, 0, writer=7, jumps=1)
+    marked(store, 100, 100, writer=7, jumps=1)
+    marked(store, 300, 300, writer=7, jumps=2)
+    marked(store, 400, 400, writer=7, jumps=2)
+    assert exact(store, 50) == 50
+    assert exact(store, 200) == translate(store, 200)
+    assert exact(store, 350) == 350
+
+
+def test_syncs_lost_inside_one_segment_cost_nothing() -> None:
+    # Syncs 200 and 300 were left out (too many pending) or lost: no jump between, so the run still holds.
+    store = started_store()
+    marked(store, 100, 100, writer=7, jumps=1)
+    marked(store, 400, 400, writer=7, jumps=1)
+    assert exact(store, 250) == 250
+
+
+def test_another_writer_or_an_unmarked_sync_starts_a_new_run() -> None:
+    store = started_store()
+    marked(store, 0, 0, writer=7, jumps=1)
+    marked(store, 100, 100, writer=8, jumps=1)  # a new task life
+    sync(store, 200, 200)  # MM2 writing again after a switch back
+    marked(store, 300, 300, writer=8, jumps=1)
+    for upstream in (50, 150, 250):
+        assert exact(store, upstream) == translate(store, upstream)
+
+
+def test_unmarked_syncs_keep_mm2_compatible_runs() -> None:
+    # MM2 also syncs every upstream jump, so equal deltas between its consecutive syncs hold a run.
+    store = started_store()
+    sync(store, 0, 10)
+    sync(store, 100, 110)
+    assert exact(store, 50) == 60
+
+
+def test_downstream_rewind_forgets_older_runs() -> None:
+    # The target topic was recreated: offsets below the new sync no longer mean what the old run said.
+    store = started_store()
+    sync_every_ten(store, 0, 500)
+    sync(store, 510, 0)
+    sync(store, 520, 10)
+    assert exact(store, 250) == translate(store, 250)
+    assert exact(store, 515) == 5
+
+
+def test_only_the_newest_runs_are_kept() -> None:
+    # Exactly-once: a transaction marker after every commit interval starts a new run each time.
+    store = started_store()
+    intervals = RUNS_PER_PARTITION + 10
+    for interval in range(intervals):
+        first = interval * 100
+        sync(store, first, first + interval)
+        sync(store, first + 99, first + 99 + interval)
+    oldest_kept = intervals - RUNS_PER_PARTITION
+    assert exact(store, oldest_kept * 100 + 50) == oldest_kept * 100 + 50 + oldest_kept
+    forgotten = (oldest_kept - 1) * 100 + 50
+    assert exact(store, forgotten) == translate(store, forgotten)
 
 
 def test_runs_survive_rewind_clears() -> None:
@@ -448,18 +534,19 @@ def assert_safe_and_no_worse(mirror: SimulatedMirror, store: OffsetSyncStore) ->
         ours = exact(store, upstream)
         assert mm2 is not None
         assert ours is not None
-        if mm2 == -1:
-            assert ours == -1
+        if mm2 == -1 and ours == -1:
             continue
         assert mm2 <= ours <= bounds[upstream], f"U={upstream}: mm2={mm2} exact={ours} bound={bounds[upstream]}"
         better += ours > mm2
     return better
 
 
-def fed_store(mirror: SimulatedMirror) -> OffsetSyncStore:
-    store = started_store()
+def fed_store(mirror: SimulatedMirror, *, restarted: bool = False) -> OffsetSyncStore:
+    """A store that read every sync live, or (`restarted`) as a restarted translator does, before answering."""
+    store = OffsetSyncStore() if restarted else started_store()
     for offset_sync in mirror.syncs:
         sync(store, offset_sync.upstream_offset, offset_sync.downstream_offset)
+    store.mark_read_to_end()
     return store
 
 
@@ -473,6 +560,9 @@ def test_simulated_contiguous_mirror_is_exact() -> None:
     for upstream in range(2000):
         assert exact(store, upstream) == mirror.first_position(upstream)
     assert assert_safe_and_no_worse(mirror, store) > 1500
+    restarted = fed_store(mirror, restarted=True)
+    for upstream in range(2000):
+        assert exact(restarted, upstream) == mirror.first_position(upstream)
 
 
 def test_simulated_markers_restarts_and_gaps_stay_safe() -> None:
@@ -489,8 +579,8 @@ def test_simulated_markers_restarts_and_gaps_stay_safe() -> None:
     mirror.copy(range(740, 900))  # duplicates of 740..759
     mirror.commit()
     mirror.copy(range(900, 1200))
-    store = fed_store(mirror)
-    assert assert_safe_and_no_worse(mirror, store) > 0
+    assert assert_safe_and_no_worse(mirror, fed_store(mirror)) > 0
+    assert assert_safe_and_no_worse(mirror, fed_store(mirror, restarted=True)) > 0
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -513,5 +603,5 @@ def test_simulated_random_mirror_stays_safe(seed: int) -> None:
             length = rng.randrange(1, 80)
             mirror.copy(range(upstream, upstream + length))
             upstream += length
-    store = fed_store(mirror)
-    assert_safe_and_no_worse(mirror, store)
+    assert_safe_and_no_worse(mirror, fed_store(mirror))
+    assert_safe_and_no_worse(mirror, fed_store(mirror, restarted=True))

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.sync_rules import PendingSync, SyncTracker
+
+
+def _take(tracker: SyncTracker) -> list[tuple[int, int]]:
+    return [(sync.upstream, sync.downstream) for sync in tracker.take()]
 
 
 def _feed(tracker: SyncTracker, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     for pair in pairs:
         tracker.delivered(*pair)
-    return tracker.take()
+    return _take(tracker)
 
 
 def test_first_record_every_offset_lag_max_and_the_last_before_a_commit() -> None:
     tracker = SyncTracker(offset_lag_max=100)
     assert _feed(tracker, [(i, i) for i in range(250)]) == [(0, 0), (101, 101), (202, 202), (249, 249)]
-    assert tracker.take() == []
+    assert _take(tracker) == []
 
 
 def test_upstream_gap_downstream_jump_and_rewind_sync_at_once() -> None:
@@ -43,3 +47,15 @@ def test_a_source_with_a_gap_every_record_keeps_a_bounded_number_of_syncs() -> N
     assert syncs[0] == (0, 0)
     assert syncs[-1] == (1998, 999)
     assert tracker.left_out == 990  # the last of them is written as the closing sync
+
+
+def test_each_sync_carries_the_jumps_seen_so_a_left_out_jump_still_splits_runs() -> None:
+    tracker = SyncTracker(offset_lag_max=100, max_pending=2)
+    for pair in [(0, 0), (2, 1), (4, 2), (6, 3), (7, 4)]:  # four jumps (the first record is one), room for two
+        tracker.delivered(*pair)
+    taken = tracker.take()
+    assert taken == [PendingSync(0, 0, 1), PendingSync(2, 1, 2), PendingSync(7, 4, 4)]  # 4 and 6 left out
+    tracker.delivered(8, 5)
+    tracker.delivered(20, 6)
+    assert tracker.take() == [PendingSync(20, 6, 5)]
+    assert SyncTracker(offset_lag_max=100).writer != tracker.writer  # each task life is its own writer
