@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from shared.config import MirrorMakerConfig, is_sensitive_key, load_mm2_config
 from shared.config.redaction import one_line
 from shared.config.service_settings import ServiceSettings
+from shared.daemon_executor import use_daemon_threads
 from shared.errors import ConfigError
 from shared.kafka.client_props import jaas_credentials
 from shared.native_output import relay_native_stderr
@@ -107,6 +108,7 @@ async def _serve(
     except ConfigError as exc:
         fail(prog, str(exc))
     loop = asyncio.get_running_loop()
+    use_daemon_threads(loop)
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, service.request_stop)
     server = ObservabilityServer(

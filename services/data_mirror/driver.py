@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from concurrent.futures import wait as wait_for_futures
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -28,6 +30,7 @@ from services.data_mirror.task_secrets import SecretVault
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
+from shared.daemon_executor import DaemonThreadExecutor
 from shared.errors import StraitError
 
 if TYPE_CHECKING:
@@ -35,10 +38,12 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("data-mirror")
 LOOP_S = 0.2
+T = TypeVar("T")
 HANDOVER_WAIT_S = 60
 # On stop, how long the target may take to acknowledge a hand-over request or the final status. A target that
 # does not answer cannot take the tasks' commits either, so they are cancelled at once instead of waited for.
 STOP_ACK_S = 3.0
+UNREACHABLE_WAIT_S = 0.5  # final flushes to a target that already failed to acknowledge the hand-over
 MAX_BACKOFF_S = 10.0
 RECOVERED_S = 10.0  # a restarted task that runs this long clears its slot's error from the status
 
@@ -58,6 +63,7 @@ class MirrorDriver:
         self.flows = flows
         self.metrics = MirrorMetrics(registry)
         self.stop_event = threading.Event()
+        self._lookups = DaemonThreadExecutor(max_workers=2, name="lookup")
         self.runtimes: dict[str, FlowRuntime] = {}
         self.links: dict[str, ControlLink] = {}
         self.followers: dict[str, ProgressFollower] = {}
@@ -78,6 +84,7 @@ class MirrorDriver:
         self.watch = ClusterWatch.for_flows(flows)
         self._problems: dict[tuple[str, str], str] = {}
         self._status_stop = threading.Event()
+        self._unreachable_targets: set[str] = set()
         self._status_thread: threading.Thread | None = None
 
     def request_stop(self) -> None:
@@ -140,14 +147,16 @@ class MirrorDriver:
             self._hand_over_all()
             self._follow_progress()
         finally:
+            # Once a target did not acknowledge the hand-over, nothing more reaches it: do not wait on it again.
+            final_wait_s = UNREACHABLE_WAIT_S if self._unreachable_targets else STOP_ACK_S
             self._status_stop.set()
             if self._status_thread is not None:
-                self._status_thread.join(timeout=STOP_ACK_S)  # a daemon thread: a probe in flight ends with us
-            self._publish_status("stopped", timeout_s=STOP_ACK_S)
+                self._status_thread.join(timeout=final_wait_s)  # a daemon thread: a probe in flight ends with us
+            self._publish_status("stopped", timeout_s=final_wait_s)
             for follower in self.followers.values():
                 follower.close()
             for link in self.links.values():
-                link.close(timeout_s=STOP_ACK_S)
+                link.close(timeout_s=final_wait_s)
             spark.stop()
             _log.info("driver_stopped", uptime_s=round(time.time() - self.started_ms / 1000, 1))
 
@@ -184,9 +193,11 @@ class MirrorDriver:
     def _start(self, context: Any, runtime: FlowRuntime, slot: int, partitions: tuple[Any, ...]) -> None:
         link = self.links[runtime.flow.target]
         try:
-            control_from = link.control_end_offset()
+            control_from = self._unless_stopping(link.control_end_offset)
         except Exception as exc:  # the target does not answer: try again next round
             self._problems[(runtime.flow.name, f"slot {slot}")] = f"cannot start slot {slot}: control topic: {exc}"
+            return
+        if control_from is None:
             return
         self._generation += 1
         spec = runtime.clients.task(
@@ -249,6 +260,7 @@ class MirrorDriver:
             by_flow.setdefault(flow, []).append(run)
         for flow, runs in by_flow.items():
             if not self._request_handover(self.runtimes[flow], runs, timeout_s=STOP_ACK_S):
+                self._unreachable_targets.add(self.runtimes[flow].flow.target)
                 for run in runs:  # the target is not answering: nothing more can be committed there
                     _log.warning("task_cancelled", flow=flow, slot=run.spec.slot, reason="target unreachable")
                     run.cancel()
@@ -356,7 +368,10 @@ class MirrorDriver:
             return
         for runtime in self.runtimes.values():
             try:
-                if runtime.refresh():
+                lookup = self._unless_stopping(runtime.look_up)
+                if lookup is None:
+                    return
+                if runtime.refresh(lookup):
                     _log.info("partitions_changed", flow=runtime.flow.name, partitions=len(runtime.states))
                 self.metrics.partitions.labels(runtime.flow.name).set(len(runtime.states))
                 self.metrics.topics_waiting.labels(runtime.flow.name).set(len(runtime.waiting))
@@ -368,6 +383,18 @@ class MirrorDriver:
         interval = min(rt.flow.settings.refresh_topics_interval_s for rt in self.runtimes.values())
         self._next_refresh = time.monotonic() + interval
 
+    def _unless_stopping(self, call: Callable[[], T]) -> T | None:
+        """`call()` on a daemon thread; None as soon as a stop is requested, leaving the call to end on its own.
+
+        For read-only look-ups that can block for a client timeout when a cluster is gone: a stop never waits
+        for them.
+        """
+        future = self._lookups.submit(call)
+        while not self.stop_event.is_set():
+            if wait_for_futures([future], timeout=LOOP_S).done:
+                return future.result()
+        return None
+
     def _error(self, flow: str, kind: str, message: str) -> None:
         self.last_error = f"{flow}: {message}"
         self.metrics.errors.labels(flow, kind).inc()
@@ -378,6 +405,8 @@ class MirrorDriver:
         """Status thread: every `status_interval_s`, probe the flows' clusters, then publish each flow's status."""
         while True:
             self.watch.probe()
+            if self._status_stop.is_set():
+                return  # the final status comes from the stopping driver; none may follow it
             self._publish_status(None)
             if self._status_stop.wait(self.settings.status_interval_s):
                 return

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 
 import structlog
 
-from services.data_mirror.discovery import discover, max_message_bytes, topic_ids
+from services.data_mirror.discovery import MirroredTopic, discover, max_message_bytes, topic_ids
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
 from services.data_mirror.task_secrets import SecretVault
@@ -22,6 +23,18 @@ _log = structlog.get_logger(__name__)
 DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default
 BATCH_HEADROOM_BYTES = 512  # record-batch header and per-record framing
 LIMITS_REFRESH_S = 60
+
+
+@dataclass(frozen=True)
+class TopicsLookup:
+    """What one look at both clusters found: see `FlowRuntime.look_up`."""
+
+    mirrored: list[MirroredTopic]
+    waiting: list[str]
+    limits: dict[str, int]
+    all_limits: bool  # every remote topic's limit was read (not only new topics')
+    source_ids: dict[str, str]
+    remote_ids: dict[str, str]
 
 
 class FlowRuntime:
@@ -85,17 +98,35 @@ class FlowRuntime:
             producer.init_transactions(30)
             producer.flush(5)
 
-    def refresh(self) -> bool:
-        """Re-read both clusters' topics; True if the partition set changed.
+    def look_up(self) -> TopicsLookup:
+        """Both clusters' topics, their ids and the remote topics' size limits (only new ones, or all every minute).
+
+        Blocking and read-only: a look-up abandoned half-way (the driver stopping during an outage) changes nothing.
+        """
+        mirrored, waiting = discover(self.flow, self.source_admin, self.target_admin)
+        remote_topics = [topic.remote_topic for topic in mirrored]
+        stale = time.monotonic() - self._limits_refreshed > LIMITS_REFRESH_S
+        wanted = remote_topics if stale else [t for t in remote_topics if t not in self.limits]
+        return TopicsLookup(
+            mirrored=mirrored,
+            waiting=waiting,
+            limits=max_message_bytes(self.target_admin, self.flow.target, wanted),
+            all_limits=stale,
+            source_ids=topic_ids(self.source_admin, [topic.source_topic for topic in mirrored]),
+            remote_ids=topic_ids(self.target_admin, remote_topics),
+        )
+
+    def refresh(self, lookup: TopicsLookup | None = None) -> bool:
+        """Apply a look-up (made now if not given); True if the partition set changed.
 
         A topic deleted and made again on either cluster (its topic id changed) is copied again from the source's
         first record. Partitions that stop being mirrored keep their state here, so coming back resumes where they
         were; a source topic that disappeared is listed in `gone` until it is back.
         """
-        mirrored, self.waiting = discover(self.flow, self.source_admin, self.target_admin)
-        self._refresh_limits([topic.remote_topic for topic in mirrored])
-        source_ids = topic_ids(self.source_admin, [topic.source_topic for topic in mirrored])
-        remote_ids = topic_ids(self.target_admin, [topic.remote_topic for topic in mirrored])
+        lookup = lookup or self.look_up()
+        mirrored, self.waiting = lookup.mirrored, lookup.waiting
+        self._apply_limits(lookup)
+        source_ids, remote_ids = lookup.source_ids, lookup.remote_ids
         wanted: set[tuple[str, int]] = set()
         changed = False
         recreated: dict[str, tuple[tuple[bool, bool], list[PartitionState]]] = {}
@@ -165,13 +196,12 @@ class FlowRuntime:
         dormant_topics = {topic for topic, _ in self._dormant}
         self.gone = sorted(dormant_topics - mirrored - waiting)
 
-    def _refresh_limits(self, remote_topics: list[str]) -> None:
-        """Learn new remote topics' size limits (all of them every minute) and keep batches under the smallest."""
-        stale = time.monotonic() - self._limits_refreshed > LIMITS_REFRESH_S
-        wanted = remote_topics if stale else [t for t in remote_topics if t not in self.limits]
-        if stale:
+    def _apply_limits(self, lookup: TopicsLookup) -> None:
+        """Keep the remote topics' size limits and batches under the smallest of them."""
+        if lookup.all_limits:
             self._limits_refreshed = time.monotonic()
-        self.limits.update(max_message_bytes(self.target_admin, self.flow.target, wanted))
+        self.limits.update(lookup.limits)
+        remote_topics = [topic.remote_topic for topic in lookup.mirrored]
         smallest = min((self.limits[t] for t in remote_topics if t in self.limits), default=DEFAULT_BATCH_BYTES)
         batch = max(1024, min(self._configured_batch, smallest - BATCH_HEADROOM_BYTES))
         if str(batch) != self.clients.target_producer.get("batch.size"):

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from services.offset_translator.service import TranslatorService
 from services.offset_translator.settings import TranslatorSettings
+from shared.daemon_executor import use_daemon_threads
 
 EXIT_CRASHED = 1
 
@@ -43,6 +44,7 @@ async def serve(app: FastAPI, settings: TranslatorSettings, prog: str) -> int:
         )
     )
     loop = asyncio.get_running_loop()
+    use_daemon_threads(loop)
 
     def request_stop() -> None:
         server.should_exit = True
