@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import structlog
-from confluent_kafka import OFFSET_END, TopicPartition
+from confluent_kafka import OFFSET_END, KafkaError, TopicPartition
 
 from shared.control import (
     CONTROL_TOPIC,
@@ -27,25 +28,46 @@ _log = structlog.get_logger(__name__)
 class ControlLink:
     """Publishes status and notices `topics-changed` events for the flows of one target cluster."""
 
-    def __init__(self, props: Mapping[str, str], flows: set[str], *, replication_factor: int) -> None:
+    def __init__(self, producer: Any, consumer: Any, flows: set[str]) -> None:
+        self.flows = flows
+        self._producer = producer
+        self._consumer = consumer
+        self.read_error: str | None = None  # what failed in the last `topics_changed` call, if anything
+
+    @classmethod
+    def open(
+        cls,
+        props: Mapping[str, str],
+        flows: set[str],
+        *,
+        replication_factor: int,
+    ) -> ControlLink:
+        """Make sure the control and status topics exist, then link to them, reading control events from now on."""
         admin = confluent_admin(props)
         for topic in (CONTROL_TOPIC, STATUS_TOPIC):
             ensure_internal_topic(admin, topic, replication_factor=replication_factor)
-        self._flows = flows
-        self._producer = confluent_producer(props, **{"enable.idempotence": True, "acks": "all", "linger.ms": 0})
-        self._consumer = confluent_consumer(
-            props, **{"group.id": "strait-data-mirror-control", "enable.auto.commit": False}
-        )
-        self._consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_END)])
+        producer = confluent_producer(props, **{"enable.idempotence": True, "acks": "all", "linger.ms": 0})
+        consumer = confluent_consumer(props, **{"group.id": "strait-data-mirror-control", "enable.auto.commit": False})
+        consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_END)])
+        return cls(producer, consumer, flows)
 
     def topics_changed(self) -> bool:
-        """True if a `topics-changed` event for one of our flows arrived since the last call (non-blocking)."""
+        """True if a `topics-changed` event for one of our flows arrived since the last call (non-blocking).
+
+        Also True after a read error, kept in `read_error` until a call reads cleanly: an event may have been
+        missed, and looking at the topics again is cheap.
+        """
         changed = False
+        self.read_error = None
         for message in self._consumer.consume(num_messages=100, timeout=0):
-            if message.error():
+            if error := message.error():
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                self.read_error = f"reading {CONTROL_TOPIC}: {error.name()}: {error.str()}"
+                changed = True
                 continue
             event = decode_event(message.value(), topic=message.topic(), offset=message.offset())
-            if isinstance(event, TopicsChanged) and event.flow in self._flows:
+            if isinstance(event, TopicsChanged) and event.flow in self.flows:
                 changed = True
         return changed
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from services.data_mirror.partition_copy import TOPIC_GONE
 from shared.config import FlowConfig
 from shared.flow_topics import FlowTopics
 from shared.kafka.errors import translate_kafka_error
@@ -54,23 +55,27 @@ def max_message_bytes(admin: AdminClient, cluster: str, topics: list[str]) -> di
     return limits
 
 
-def topic_ids(admin: AdminClient, topics: list[str]) -> dict[str, str]:
-    """Each topic's id, which changes when a topic is deleted and made again; topics not described are left out.
+def topic_ids(admin: AdminClient, cluster: str, topics: list[str]) -> dict[str, str]:
+    """Each topic's id, which changes when a topic is deleted and made again.
 
-    Best effort: a topic that vanished in between, or a cluster that does not answer, just has no id this round.
+    A topic that vanished since it was listed is left out; any other failure raises, so a recreated topic is
+    never missed silently (the driver reports it as a discovery error and looks again next round).
     """
     if not topics:
         return {}
     ids: dict[str, str] = {}
+    operation = f"describe topics on {cluster}"
     try:
         futures = admin.describe_topics(TopicCollection(topics), request_timeout=LIST_TIMEOUT_S)
-    except KafkaException:
-        return ids
-    for topic, future in futures.items():
-        try:
-            ids[topic] = str(future.result(timeout=LIST_TIMEOUT_S).topic_id)
-        except (KafkaException, TimeoutError):
-            continue
+        for topic, future in futures.items():
+            try:
+                ids[topic] = str(future.result(timeout=LIST_TIMEOUT_S).topic_id)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is None or error.code() not in TOPIC_GONE:
+                    raise
+    except Exception as exc:  # KafkaException, TimeoutError: unreachable, not allowed to describe, too slow
+        raise translate_kafka_error(exc, operation=operation) from exc
     return ids
 
 

@@ -123,7 +123,7 @@ class MirrorDriver:
                     flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
                 )
                 if flow.target not in self.links:
-                    self.links[flow.target] = ControlLink(
+                    self.links[flow.target] = ControlLink.open(
                         flow.target_admin_props(),
                         {f.name for f in self.flows if f.target == flow.target},
                         replication_factor=flow.settings.checkpoints_topic_replication_factor,
@@ -363,7 +363,16 @@ class MirrorDriver:
 
     # -- refresh ---------------------------------------------------------------------------------------
     def _refresh_if_due(self) -> None:
-        triggered = any(link.topics_changed() for link in self.links.values())
+        triggered = False
+        for link in self.links.values():
+            triggered = link.topics_changed() or triggered
+            for flow in sorted(link.flows):
+                if link.read_error is not None:
+                    if self._problems.get((flow, "control")) != link.read_error:
+                        self._error(flow, "control", link.read_error)  # logged and counted once per new error
+                    self._problems[(flow, "control")] = link.read_error
+                else:
+                    self._problems.pop((flow, "control"), None)
         if not triggered and time.monotonic() < self._next_refresh:
             return
         for runtime in self.runtimes.values():

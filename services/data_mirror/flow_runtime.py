@@ -112,8 +112,8 @@ class FlowRuntime:
             waiting=waiting,
             limits=max_message_bytes(self.target_admin, self.flow.target, wanted),
             all_limits=stale,
-            source_ids=topic_ids(self.source_admin, [topic.source_topic for topic in mirrored]),
-            remote_ids=topic_ids(self.target_admin, remote_topics),
+            source_ids=topic_ids(self.source_admin, self.flow.source, [topic.source_topic for topic in mirrored]),
+            remote_ids=topic_ids(self.target_admin, self.flow.target, remote_topics),
         )
 
     def refresh(self, lookup: TopicsLookup | None = None) -> bool:

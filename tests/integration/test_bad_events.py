@@ -120,7 +120,7 @@ def test_control_link_of_data_mirror_skips_garbage_and_sees_the_next_event(
     props = cluster_b.client_properties()
     flow = f"S{unique}->T{unique}"
     event = TopicsChanged(flow=flow, topics=(RemoteTopic(source_topic="t", remote_topic="S.t", partitions=1),))
-    link = ControlLink(props, {flow}, replication_factor=1)
+    link = ControlLink.open(props, {flow}, replication_factor=1)
     try:
         # The link reads from the end, resolved when its first fetch starts: an event written before that is not
         # seen. One more event per try tells when it is positioned; then whatever is left of them is read.
