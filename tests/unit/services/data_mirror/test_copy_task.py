@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -205,3 +206,39 @@ def test_retriable_source_errors_are_counted_in_the_progress_report_and_copying_
     assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
     reports = [decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0) if r.value is not None]
     assert sum(report.read_errors for report in reports if report is not None) == 3
+
+
+def _truncate_source_to(cluster: FakeCluster, count: int) -> None:
+    """The source partition now ends at `count` (an unclean leader election lost its tail), same topic id."""
+    del cluster.log("orders", 0)[count:]
+
+
+def test_a_position_past_the_source_end_follows_auto_offset_reset_earliest_and_is_reported() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 100)
+    _run(cluster, _spec(1), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 100))
+    _truncate_source_to(cluster, 40)
+    _fill(cluster, 0, 10, start=1000)  # what the source holds now: 50 records, none of them past 49
+    _, error = _run(
+        cluster, _spec(1, generation=2), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 150)
+    )
+    assert error is None
+    assert _values(cluster, 0)[100:] == [r.value for r in cluster.log("orders", 0)]  # all of it, from the start
+    reports = [
+        decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0)[-3:] if r.value is not None
+    ]
+    assert [report.reset_from for report in reports if report is not None and report.reset_from is not None] == [100]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 50
+
+
+def test_a_position_past_the_source_end_follows_auto_offset_reset_latest() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 100)
+    _run(cluster, _spec(1), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 100))
+    _truncate_source_to(cluster, 40)
+    spec = dataclasses.replace(_spec(1, generation=2), reset_to_latest=True)
+    moved = _until(lambda: read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 40)
+    _, error = _run(cluster, spec, FakeProducer(cluster), moved)
+    assert error is None
+    assert len(cluster.log("A.orders", 0)) == 100  # nothing of what the source holds now is copied
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 40
