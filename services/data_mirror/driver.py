@@ -43,9 +43,21 @@ HANDOVER_WAIT_S = 60
 # On stop, how long the target may take to acknowledge a hand-over request or the final status. A target that
 # does not answer cannot take the tasks' commits either, so they are cancelled at once instead of waited for.
 STOP_ACK_S = 3.0
+SPARK_STOP_WAIT_S = 4.0
 UNREACHABLE_WAIT_S = 0.5  # final flushes to a target that already failed to acknowledge the hand-over
 MAX_BACKOFF_S = 10.0
 RECOVERED_S = 10.0  # a restarted task that runs this long clears its slot's error from the status
+
+
+def _stop_spark(spark: Any) -> None:
+    """Stop Spark, waiting `SPARK_STOP_WAIT_S` at most: every task has ended by now, so nothing of ours is left
+    in the JVM. Its stop can stall for a whole heartbeat timeout (a heartbeat in flight when the receiver
+    stops); the JVM then ends with this process, whose gateway connection closes."""
+    stopper = threading.Thread(target=spark.stop, name="spark-stop", daemon=True)
+    stopper.start()
+    stopper.join(SPARK_STOP_WAIT_S)
+    if stopper.is_alive():
+        _log.warning("spark_stop_not_waited_for", waited_s=SPARK_STOP_WAIT_S)
 
 
 class MirrorDriver:
@@ -157,7 +169,7 @@ class MirrorDriver:
                 follower.close()
             for link in self.links.values():
                 link.close(timeout_s=final_wait_s)
-            spark.stop()
+            _stop_spark(spark)
             _log.info("driver_stopped", uptime_s=round(time.time() - self.started_ms / 1000, 1))
 
     # -- tasks -----------------------------------------------------------------------------------------
