@@ -60,6 +60,17 @@ class ReplicationPolicy(Protocol):
         ...
 
 
+def checkpoint_topic_name(policy: ReplicationPolicy, source_alias: str, target_alias: str, topic: str) -> str:
+    """The name on the target that a checkpoint for source topic `topic` carries.
+
+    A topic that came from the target itself (fail-back, `B.orders` seen on A in flow A->B) gets its
+    original name back; any other topic gets the remote name (`A.orders`, `A.C.orders`).
+    """
+    if policy.topic_source(topic) == target_alias:
+        return policy.original_topic(topic)
+    return policy.format_remote_topic(source_alias, topic)
+
+
 def _java_split(text: str, separator: str) -> list[str]:
     """`text` split on a literal separator with Java's Pattern.split rules: trailing empty parts dropped."""
     parts = text.split(separator)

@@ -14,23 +14,12 @@ from dataclasses import dataclass, field
 from shared.filters import TopicFilter
 from shared.kafka.group_offsets import CommittedOffset
 from shared.records import Checkpoint
-from shared.replication_policy import ReplicationPolicy
+from shared.replication_policy import ReplicationPolicy, checkpoint_topic_name
 
 # (source topic, partition, upstream offset) -> downstream offset; None: no sync; -1: older than every sync.
 Translate = Callable[[str, int, int], int | None]
 Partition = tuple[str, int]
 _CACHE_MAX = 100_000
-
-
-def checkpoint_topic_name(policy: ReplicationPolicy, source_alias: str, target_alias: str, topic: str) -> str:
-    """The name on the target that a checkpoint for source topic `topic` carries.
-
-    A topic that came from the target itself (fail-back, `B.orders` seen on A in flow A->B) gets its
-    original name back; any other topic gets the remote name (`A.orders`, `A.C.orders`).
-    """
-    if policy.topic_source(topic) == target_alias:
-        return policy.original_topic(topic)
-    return policy.format_remote_topic(source_alias, topic)
 
 
 def is_more_recent(new: Checkpoint, last: Checkpoint | None) -> bool:

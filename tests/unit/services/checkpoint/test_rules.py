@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from services.checkpoint.rules import CheckpointRules, checkpoint_topic_name, is_more_recent
+from services.checkpoint.rules import CheckpointRules, is_more_recent
 from shared.filters import DefaultTopicFilter
 from shared.kafka.group_offsets import CommittedOffset
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import Checkpoint, OffsetSync
-from shared.replication_policy import DefaultReplicationPolicy
+from shared.replication_policy import DefaultReplicationPolicy, checkpoint_topic_name
 
 POLICY = DefaultReplicationPolicy()
 
