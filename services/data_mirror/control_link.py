@@ -18,6 +18,7 @@ from shared.control import (
     encode_event,
 )
 from shared.control.channel import event_key
+from shared.control.topic_names import CONTROL_READER_GROUP
 from shared.errors import KafkaOperationError
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
@@ -47,7 +48,7 @@ class ControlLink:
         for topic in (CONTROL_TOPIC, STATUS_TOPIC):
             ensure_internal_topic(admin, topic, replication_factor=replication_factor)
         producer = confluent_producer(props, **{"enable.idempotence": True, "acks": "all", "linger.ms": 0})
-        consumer = confluent_consumer(props, **{"group.id": "strait-data-mirror-control", "enable.auto.commit": False})
+        consumer = confluent_consumer(props, **{"group.id": CONTROL_READER_GROUP, "enable.auto.commit": False})
         consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_END)])
         return cls(producer, consumer, flows)
 

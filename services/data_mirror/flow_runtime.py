@@ -12,9 +12,9 @@ from services.data_mirror.discovery import MirroredTopic, discover, max_message_
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
 from services.data_mirror.task_secrets import SecretVault
-from services.data_mirror.work import transactional_id
 from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
+from shared.control.topic_names import mirror_transactional_id
 from shared.flow_topics import FlowTopics
 from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.topics import ensure_internal_topic
@@ -93,7 +93,7 @@ class FlowRuntime:
         for slot in range(max(tasks, 8)):
             producer = confluent_producer(
                 self.flow.target_producer_props(),
-                **{"transactional.id": transactional_id(self.flow.name, slot), "enable.idempotence": True},
+                **{"transactional.id": mirror_transactional_id(self.flow.name, slot), "enable.idempotence": True},
             )
             producer.init_transactions(30)
             producer.flush(5)

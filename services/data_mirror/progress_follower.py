@@ -8,6 +8,7 @@ import structlog
 from confluent_kafka import OFFSET_END, TopicPartition
 
 from services.data_mirror.progress import Progress, ProgressKey, decode_progress_record
+from shared.control.topic_names import PROGRESS_READER_GROUP
 from shared.errors import CodecError
 from shared.kafka.factories import confluent_consumer
 
@@ -22,7 +23,7 @@ class ProgressFollower:
         self._consumer = confluent_consumer(
             props,
             **{
-                "group.id": "strait-data-mirror-progress",
+                "group.id": PROGRESS_READER_GROUP,
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
             },

@@ -9,6 +9,7 @@ import structlog
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from services.data_mirror.progress import Progress, ProgressKey, decode_progress_record
+from shared.control.topic_names import PROGRESS_READER_GROUP
 from shared.errors import CodecError, KafkaOperationError
 from shared.kafka.factories import confluent_consumer
 
@@ -25,7 +26,7 @@ def load_progress(
     """(source topic, partition) -> committed progress, for `flow`; read_committed so aborted epochs do not count."""
     consumer = confluent_consumer(
         props,
-        **{"group.id": "strait-data-mirror-progress", "enable.auto.commit": False, "isolation.level": "read_committed"},
+        **{"group.id": PROGRESS_READER_GROUP, "enable.auto.commit": False, "isolation.level": "read_committed"},
     )
     progress: dict[tuple[str, int], Progress] = {}
     try:

@@ -19,6 +19,7 @@ from services.data_mirror.progress import Progress
 from services.data_mirror.progress_store import load_progress
 from services.data_mirror.work import TaskSpec
 from shared.control import MirrorHandover, decode_event
+from shared.control.topic_names import CONTROL_READER_GROUP, mirror_source_group
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 
 LOOKUP_TIMEOUT_S = 15
@@ -47,7 +48,7 @@ def connect(spec: TaskSpec) -> TaskClients:
         producer.init_transactions(INIT_TIMEOUT_S)
     consumer = confluent_consumer(
         spec.source_consumer,
-        **{"group.id": f"strait-data-mirror.{spec.flow}", "enable.auto.commit": False, "enable.partition.eof": False},
+        **{"group.id": mirror_source_group(spec.flow), "enable.auto.commit": False, "enable.partition.eof": False},
     )
     sync_producer = None
     if spec.emit_offset_syncs:
@@ -87,7 +88,7 @@ class HandoverWatch:
     def __init__(self, spec: TaskSpec) -> None:
         self._spec = spec
         self._consumer: Consumer = confluent_consumer(
-            spec.target_consumer, **{"group.id": "strait-data-mirror-control", "enable.auto.commit": False}
+            spec.target_consumer, **{"group.id": CONTROL_READER_GROUP, "enable.auto.commit": False}
         )
         self._consumer.assign([TopicPartition(spec.control_topic, 0, spec.control_from_offset)])
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.control.topic_names import mirror_transactional_id
+
 
 @dataclass(frozen=True)
 class PartitionWork:
@@ -58,12 +60,7 @@ class TaskSpec:
     @property
     def transactional_id(self) -> str | None:
         """Stable per (flow, slot): a new task of the slot fences any earlier one that may still be open."""
-        return transactional_id(self.flow, self.slot) if self.exactly_once else None
-
-
-def transactional_id(flow: str, slot: int) -> str:
-    """The one place the copy tasks' transactional ids are named."""
-    return f"strait-data-mirror.{flow}.{slot}"
+        return mirror_transactional_id(self.flow, self.slot) if self.exactly_once else None
 
 
 @dataclass

@@ -9,13 +9,13 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from shared.control.codec import decode_event
 from shared.control.events import ServiceStatus
-from shared.control.topic_names import STATUS_TOPIC
+from shared.control.topic_names import STATUS_READER_GROUP, STATUS_TOPIC
 from shared.kafka.factories import confluent_consumer
 
 
 def read_statuses(props: Mapping[str, str], *, timeout_s: float = 10) -> dict[str, ServiceStatus]:
     """instance -> its latest status; empty if the topic does not exist yet."""
-    consumer = confluent_consumer(props, **{"group.id": "strait-status-reader", "enable.auto.commit": False})
+    consumer = confluent_consumer(props, **{"group.id": STATUS_READER_GROUP, "enable.auto.commit": False})
     statuses: dict[str, ServiceStatus] = {}
     try:
         metadata = consumer.list_topics(STATUS_TOPIC, timeout=timeout_s)

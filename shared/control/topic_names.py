@@ -1,4 +1,8 @@
-"""Names of Strait's own internal topics; all end in `.internal`, so no topic filter ever mirrors them."""
+"""Names of Strait's own internal topics, and of the groups and transactional ids its clients use.
+
+Topics all end in `.internal`, so no topic filter ever mirrors them. The reader groups only name clients that
+assign partitions themselves: nothing is ever committed under them.
+"""
 
 CONTROL_TOPIC = "strait.control.internal"
 STATUS_TOPIC = "strait.status.internal"
@@ -7,3 +11,18 @@ STATUS_TOPIC = "strait.status.internal"
 def progress_topic(source_alias: str) -> str:
     """Where data-mirror keeps its last mirrored source offsets for one source cluster (on the target)."""
     return f"strait.offsets.{source_alias}.internal"
+
+
+CONTROL_READER_GROUP = "strait-data-mirror-control"
+PROGRESS_READER_GROUP = "strait-data-mirror-progress"
+STATUS_READER_GROUP = "strait-status-reader"
+
+
+def mirror_source_group(flow: str) -> str:
+    """The group id a flow's copy tasks read the source under (positions live in the progress topic)."""
+    return f"strait-data-mirror.{flow}"
+
+
+def mirror_transactional_id(flow: str, slot: int) -> str:
+    """Stable per (flow, slot): a new copy task of the slot fences any earlier one that may still be open."""
+    return f"strait-data-mirror.{flow}.{slot}"
