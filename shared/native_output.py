@@ -21,6 +21,8 @@ from typing import Any, BinaryIO
 
 import structlog
 
+from shared.log_repeats import RepeatLimiter
+
 # librdkafka: %<syslog level>|<seconds>|<facility>|<client>| <message>
 _LIBRDKAFKA = re.compile(r"^%(\d)\|[\d.]+\|([A-Z0-9_]+)\|([^|]*)\|\s?(.*)$")
 # log4j's default pattern in Spark: yy/MM/dd HH:mm:ss LEVEL logger: message
@@ -101,12 +103,22 @@ def _syslog_level(level: int) -> int:
     return logging.DEBUG
 
 
-def log_native_line(line: str) -> None:
-    """Log one line of native output as a structlog event."""
+_repeats = RepeatLimiter()
+
+
+def log_native_line(line: str, repeats: RepeatLimiter = _repeats) -> None:
+    """Log one line of native output as a structlog event; librdkafka's identical lines once per window."""
     if not line.strip():
         return
     parsed = parse_native_line(line)
-    structlog.get_logger(parsed.logger).log(parsed.level, parsed.event, **parsed.fields)
+    fields = parsed.fields
+    if parsed.logger == "librdkafka":
+        left_out = repeats.admit((parsed.level, parsed.event, *sorted(fields.items())))
+        if left_out is None:
+            return
+        if left_out:
+            fields = {**fields, "repeated": left_out}
+    structlog.get_logger(parsed.logger).log(parsed.level, parsed.event, **fields)
 
 
 class NativeStderrRelay:

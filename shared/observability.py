@@ -14,6 +14,8 @@ from typing import Any, TextIO
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from shared.log_repeats import RepeatFilter
+
 _SECRET_KEY = re.compile(r"pass(word)?|secret|token|jaas|credential|api[_.-]?key", re.IGNORECASE)
 _known_secrets: set[str] = set()
 
@@ -52,6 +54,9 @@ def _redacted(key: object, value: Any, depth: int = 0) -> Any:
     return value
 
 
+CLIENT_LOGGERS = ("aiokafka", "kafka")  # client libraries whose identical lines are written once per window
+
+
 def configure_logging(service: str, level: str = "INFO", stream: TextIO | None = None) -> None:
     """One JSON object per line on `stream` for structlog and every stdlib logger (aiokafka, uvicorn, py4j)."""
 
@@ -83,10 +88,11 @@ def configure_logging(service: str, level: str = "INFO", stream: TextIO | None =
     )
     handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
+    handler.addFilter(RepeatFilter(CLIENT_LOGGERS))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("aiokafka", "kafka", "py4j", "uvicorn.access"):
+    for noisy in (*CLIENT_LOGGERS, "py4j", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     structlog.contextvars.bind_contextvars(service=service)
 
