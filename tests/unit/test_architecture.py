@@ -1,0 +1,110 @@
+"""The code's own rules (ARCHITECTURE.md), checked on the source: no import cycles, clients only where allowed."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("services", "shared")
+CLIENT_LIBRARIES = ("confluent_kafka", "aiokafka")
+# Where Kafka client types may be imported: shared/kafka builds and calls the clients; data-mirror's copy
+# loop calls them directly on its hot path; the local Kafka harness starts brokers.
+CLIENTS_ALLOWED = ("shared/kafka/", "shared/localkafka/")
+COPY_LOOP = (
+    "services/data_mirror/copy_task.py",
+    "services/data_mirror/partition_copy.py",
+    "services/data_mirror/task_clients.py",
+)
+# Modules that still use client types directly and are to move behind shared/kafka (#14). The list may only
+# shrink: a module not on it that imports a client library fails this test.
+NOT_YET_MOVED = frozenset(
+    {
+        "services/data_mirror/control_link.py",
+        "services/data_mirror/discovery.py",
+        "services/data_mirror/progress_follower.py",
+        "services/data_mirror/progress_store.py",
+        "shared/cluster_watch.py",
+        "shared/control/channel.py",
+        "shared/control/status_reader.py",
+        "shared/lease.py",
+    }
+)
+
+
+def _modules() -> Iterator[tuple[str, str, ast.Module]]:
+    """(path relative to the root, dotted module name, parsed source) of every module in the packages."""
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            dotted = relative.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            yield relative, dotted, ast.parse(path.read_text(), relative)
+
+
+def _imports(tree: ast.Module, dotted: str, is_package: bool) -> set[str]:
+    """Modules imported at module level or in functions (TYPE_CHECKING blocks included: they still couple)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = dotted.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_kafka_client_libraries_are_imported_only_where_allowed() -> None:
+    offenders = []
+    for relative, dotted, tree in _modules():
+        if relative.startswith(CLIENTS_ALLOWED) or relative in COPY_LOOP or relative in NOT_YET_MOVED:
+            continue
+        uses = {m for m in _imports(tree, dotted, relative.endswith("__init__.py")) if m.startswith(CLIENT_LIBRARIES)}
+        if uses:
+            offenders.append(f"{relative}: {sorted(uses)}")
+    assert not offenders, "build and call Kafka clients in shared/kafka instead:\n" + "\n".join(offenders)
+
+
+def test_the_list_of_modules_still_to_move_is_current() -> None:
+    still_importing = set()
+    for relative, dotted, tree in _modules():
+        if relative in NOT_YET_MOVED:
+            imports = _imports(tree, dotted, relative.endswith("__init__.py"))
+            if any(m.startswith(CLIENT_LIBRARIES) for m in imports):
+                still_importing.add(relative)
+    assert still_importing == NOT_YET_MOVED, (
+        f"moved already, take off the list: {sorted(NOT_YET_MOVED - still_importing)}"
+    )
+
+
+def test_no_import_cycles_between_modules() -> None:
+    modules = {dotted: (relative, tree) for relative, dotted, tree in _modules()}
+    graph: dict[str, set[str]] = {}
+    for dotted, (relative, tree) in modules.items():
+        imported = _imports(tree, dotted, relative.endswith("__init__.py"))
+        # `from pkg import name` may name a module or an attribute: keep what is a module of ours.
+        graph[dotted] = {m for m in imported if m in modules and m != dotted and not dotted.startswith(f"{m}.")}
+        graph[dotted] -= {m for m in graph[dotted] if m.startswith(f"{dotted}.")}  # a package importing its own parts
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
