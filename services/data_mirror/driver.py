@@ -296,6 +296,12 @@ class MirrorDriver:
             except Exception as exc:  # the target does not answer: the next round reads on
                 self._error(flow, "progress", str(exc))
                 continue
+            if follower.read_error is not None:
+                if self._problems.get((flow, "progress")) != follower.read_error:
+                    self._error(flow, "progress", follower.read_error)  # logged and counted once per new error
+                self._problems[(flow, "progress")] = follower.read_error
+            else:
+                self._problems.pop((flow, "progress"), None)
             for key, progress in updates:
                 state = runtime.states.get(key)
                 if state is not None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import structlog
-from confluent_kafka import OFFSET_END, TopicPartition
 
 from services.data_mirror.progress import Progress, ProgressKey, decode_progress_record
 from shared.control.topic_names import PROGRESS_READER_GROUP
 from shared.errors import CodecError
-from shared.kafka.factories import confluent_consumer
+from shared.kafka.partition_reader import PartitionReader
 
 _log = structlog.get_logger(__name__)
+BATCH = 5000
 
 
 class ProgressFollower:
@@ -20,35 +20,33 @@ class ProgressFollower:
 
     def __init__(self, props: Mapping[str, str], topic: str, flow: str) -> None:
         self._flow = flow
-        self._consumer = confluent_consumer(
-            props,
-            **{
-                "group.id": PROGRESS_READER_GROUP,
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            },
-        )
-        self._consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
+        self._reader = PartitionReader(props, topic, group_id=PROGRESS_READER_GROUP, from_end=True)
 
     def poll(self) -> list[tuple[tuple[str, int], Progress]]:
-        """What arrived since the last call, in order (non-blocking); malformed records are skipped with a warning."""
+        """What arrived since the last call, in order (non-blocking); malformed records are skipped with a warning.
+
+        A failed fetch is left in `read_error` for the driver to report; librdkafka fetches again by itself.
+        """
         found: list[tuple[tuple[str, int], Progress]] = []
         while True:
-            messages = self._consumer.consume(num_messages=5000, timeout=0)
-            for message in messages:
-                if message.error() or message.key() is None or message.value() is None:
+            records = self._reader.read(max_records=BATCH)
+            for record in records:
+                if record.key is None or record.value is None:
                     continue
                 try:
-                    key = ProgressKey.decode(message.key() or b"")
+                    key = ProgressKey.decode(record.key)
                     if key.flow == self._flow:
-                        found.append(((key.topic, key.partition), decode_progress_record(message.value() or b"")))
+                        found.append(((key.topic, key.partition), decode_progress_record(record.value)))
                 except CodecError as exc:
-                    _log.warning(
-                        "progress_record_skipped", topic=message.topic(), offset=message.offset(), error=str(exc)
-                    )
-            if len(messages) < 5000:
+                    _log.warning("progress_record_skipped", topic=record.topic, offset=record.offset, error=str(exc))
+            if len(records) < BATCH:
                 return found
+
+    @property
+    def read_error(self) -> str | None:
+        """What failed in the last read, if anything (librdkafka retries by itself)."""
+        return self._reader.read_error
 
     def close(self) -> None:
         """Leave (no group offsets to commit)."""
-        self._consumer.close()
+        self._reader.close()

@@ -23,8 +23,6 @@ NOT_YET_MOVED = frozenset(
     {
         "services/data_mirror/control_link.py",
         "services/data_mirror/discovery.py",
-        "services/data_mirror/progress_follower.py",
-        "services/data_mirror/progress_store.py",
         "shared/cluster_watch.py",
         "shared/control/channel.py",
         "shared/control/status_reader.py",

@@ -1,0 +1,47 @@
+"""PartitionReader on a real broker: committed records only, from the start or from now on, and its end offset."""
+
+from __future__ import annotations
+
+import time
+
+from shared.kafka.factories import confluent_producer
+from shared.kafka.partition_reader import PartitionReader
+from shared.localkafka import KafkaCluster
+from tests.support.kafka_io import make_topic, produce
+
+
+def _read_all(reader: PartitionReader, expected: int, timeout_s: float = 30) -> list[bytes | None]:
+    values: list[bytes | None] = []
+    deadline = time.monotonic() + timeout_s
+    while len(values) < expected and time.monotonic() < deadline:
+        values += [record.value for record in reader.read(timeout_s=0.5)]
+    return values
+
+
+def test_reads_committed_records_from_the_start_or_from_now_on(cluster_a: KafkaCluster, unique: str) -> None:
+    props = cluster_a.client_properties()
+    topic = f"reader-{unique}"
+    make_topic(props, topic, 1)
+    produce(props, topic, [(None, b"one"), (None, b"two")], partition=0)
+    aborting = confluent_producer(props, **{"transactional.id": f"reader-{unique}"})
+    aborting.init_transactions(30)
+    aborting.begin_transaction()
+    aborting.produce(topic, value=b"rolled back", partition=0)
+    assert aborting.flush(30) == 0  # written, then rolled back
+    aborting.abort_transaction(30)
+    produce(props, topic, [(None, b"three")], partition=0)
+
+    from_start = PartitionReader(props, topic, group_id=f"g-{unique}")
+    from_now = PartitionReader(props, topic, group_id=f"g-{unique}", from_end=True)
+    try:
+        end = from_start.end_offset(30)
+        assert end == 5  # three records, the aborted one and its abort marker
+        assert _read_all(from_start, 3) == [b"one", b"two", b"three"]
+        assert from_start.position() == end
+        assert from_start.read_error is None
+        from_now.read(timeout_s=1)  # positions at the end
+        produce(props, topic, [(None, b"four")], partition=0)
+        assert _read_all(from_now, 1) == [b"four"]
+    finally:
+        from_start.close()
+        from_now.close()
