@@ -296,12 +296,7 @@ class MirrorDriver:
             except Exception as exc:  # the target does not answer: the next round reads on
                 self._error(flow, "progress", str(exc))
                 continue
-            if follower.read_error is not None:
-                if self._problems.get((flow, "progress")) != follower.read_error:
-                    self._error(flow, "progress", follower.read_error)  # logged and counted once per new error
-                self._problems[(flow, "progress")] = follower.read_error
-            else:
-                self._problems.pop((flow, "progress"), None)
+            self._note_read_error(flow, "progress", follower.read_error)
             for key, progress in updates:
                 state = runtime.states.get(key)
                 if state is not None:
@@ -385,12 +380,7 @@ class MirrorDriver:
         for link in self.links.values():
             triggered = link.topics_changed() or triggered
             for flow in sorted(link.flows):
-                if link.read_error is not None:
-                    if self._problems.get((flow, "control")) != link.read_error:
-                        self._error(flow, "control", link.read_error)  # logged and counted once per new error
-                    self._problems[(flow, "control")] = link.read_error
-                else:
-                    self._problems.pop((flow, "control"), None)
+                self._note_read_error(flow, "control", link.read_error)
         if not triggered and time.monotonic() < self._next_refresh:
             return
         for runtime in self.runtimes.values():
@@ -421,6 +411,15 @@ class MirrorDriver:
             if wait_for_futures([future], timeout=LOOP_S).done:
                 return future.result()
         return None
+
+    def _note_read_error(self, flow: str, kind: str, error: str | None) -> None:
+        """Show a reader's current error in the flow's status until a clean read; log and count each new one once."""
+        if error is None:
+            self._problems.pop((flow, kind), None)
+            return
+        if self._problems.get((flow, kind)) != error:
+            self._error(flow, kind, error)
+        self._problems[(flow, kind)] = error
 
     def _error(self, flow: str, kind: str, message: str) -> None:
         self.last_error = f"{flow}: {message}"
