@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import cast
 
@@ -10,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
 
 from shared.kafka.cluster_errors import cluster_error, kafka_error_code
+from shared.retry import Backoff, retry_blocking
 
 _GROUP_ABSENT = getattr(KafkaError, "GROUP_ID_NOT_FOUND", 69)
 # Answers while the group coordinator moves or loads (e.g. the first group call on a new cluster): try again.
@@ -35,19 +35,22 @@ class GroupMembership:
 
 def describe_group(admin: AdminClient, group: str, *, cluster: str, timeout_s: float = 30) -> GroupMembership:
     """The group's state and member count; a group that does not exist is "dead" with no members."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def ask() -> ConsumerGroupDescription:
         future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
-        try:
-            # The stubs say a dict; confluent-kafka documents (and returns) one description per group.
-            description = cast(ConsumerGroupDescription, future.result(timeout=timeout_s + 5))
-        except KafkaException as exc:
-            code = kafka_error_code(exc)
-            if code == _GROUP_ABSENT:
-                return GroupMembership(group, "dead", 0)
-            if code in _COORDINATOR_BUSY and time.monotonic() + _RETRY_S < deadline:
-                time.sleep(_RETRY_S)
-                continue
-            raise cluster_error(exc, cluster=cluster, operation="describe consumer group", resource=group) from exc
-        state = getattr(description.state, "name", str(description.state)).lower()
-        return GroupMembership(group, state, len(description.members or ()))
+        # The stubs say a dict; confluent-kafka documents (and returns) one description per group.
+        return cast(ConsumerGroupDescription, future.result(timeout=timeout_s + 5))
+
+    try:
+        description = retry_blocking(
+            ask,
+            backoff=Backoff(_RETRY_S),
+            within_s=timeout_s,
+            retry_on=lambda exc: kafka_error_code(exc) in _COORDINATOR_BUSY,
+        )
+    except KafkaException as exc:
+        if kafka_error_code(exc) == _GROUP_ABSENT:
+            return GroupMembership(group, "dead", 0)
+        raise cluster_error(exc, cluster=cluster, operation="describe consumer group", resource=group) from exc
+    state = getattr(description.state, "name", str(description.state)).lower()
+    return GroupMembership(group, state, len(description.members or ()))
