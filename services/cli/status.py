@@ -20,7 +20,7 @@ from services.cli.translator_client import TranslatorClient
 from shared.config import FlowConfig, MirrorMakerConfig, load_mm2_config
 from shared.control import read_statuses
 from shared.control.events import ServiceStatus, now_ms
-from shared.errors import CodecError, ConfigError, StraitError
+from shared.errors import CodecError, ConfigError, KafkaOperationError, StraitError
 from shared.flow_status import STALE_AFTER_S_DEFAULT, FlowStatus, summarize_flow
 from shared.flow_topics import FlowTopics
 from shared.kafka.read import last_record
@@ -73,6 +73,8 @@ def statuses_from_clusters(
                     statuses = read_statuses(flow.target_consumer_props(), timeout_s=timeout_s)
                     per_target[flow.target] = list(statuses.values())
                 heartbeats[flow.name] = _heartbeat_ms(flow, timeout_s)
+        except KafkaOperationError as exc:  # a failed read (unreachable, refused): name the flow and the cluster
+            raise CliError(f"reading the status of {flow.name} on cluster {flow.target}: {exc}") from exc
         except StraitError:
             raise
         except Exception as exc:  # the client's own errors (a timeout, an unreachable broker), said in one line

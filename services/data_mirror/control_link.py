@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import structlog
-from confluent_kafka import OFFSET_END, KafkaError, TopicPartition
 
 from shared.control import (
     CONTROL_TOPIC,
@@ -20,19 +19,44 @@ from shared.control import (
 from shared.control.channel import event_key
 from shared.control.topic_names import CONTROL_READER_GROUP
 from shared.errors import KafkaOperationError
-from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
-from shared.kafka.topics import ensure_internal_topic
+from shared.kafka.follow import FollowedRecord
+from shared.kafka.partition_reader import PartitionReader
+from shared.kafka.record_writer import RawRecord, RecordWriter
+from shared.kafka.topic_admin import TopicAdmin
 
 _log = structlog.get_logger(__name__)
+END_OFFSET_TIMEOUT_S = 10
+
+
+class ControlReader(Protocol):
+    """What the link reads the control topic with (a PartitionReader; a fake in unit tests)."""
+
+    read_error: str | None
+
+    def read(self, *, max_records: int = ..., timeout_s: float = ...) -> list[FollowedRecord]: ...
+
+    def end_offset(self, timeout_s: float) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class ControlWriter(Protocol):
+    """What the link writes control events and status with (a RecordWriter; a fake in unit tests)."""
+
+    def write(
+        self, topic: str, records: Sequence[RawRecord], *, partition: int = ..., timeout_s: float = ...
+    ) -> list[int]: ...
+
+    def close(self, timeout_s: float = ...) -> None: ...
 
 
 class ControlLink:
     """Publishes status and notices `topics-changed` events for the flows of one target cluster."""
 
-    def __init__(self, producer: Any, consumer: Any, flows: set[str]) -> None:
+    def __init__(self, reader: ControlReader, writer: ControlWriter, flows: set[str]) -> None:
         self.flows = flows
-        self._producer = producer
-        self._consumer = consumer
+        self._reader = reader
+        self._writer = writer
         self.read_error: str | None = None  # what failed in the last `topics_changed` call, if anything
 
     @classmethod
@@ -42,15 +66,18 @@ class ControlLink:
         flows: set[str],
         *,
         replication_factor: int,
+        cluster: str = "target",
     ) -> ControlLink:
-        """Make sure the control and status topics exist, then link to them, reading control events from now on."""
-        admin = confluent_admin(props)
+        """Make sure the control and status topics exist, then link to them, reading control events from now on.
+
+        `cluster` is the target's alias, for error messages.
+        """
+        admin = TopicAdmin(cluster, props, timeout_s=30)
         for topic in (CONTROL_TOPIC, STATUS_TOPIC):
-            ensure_internal_topic(admin, topic, replication_factor=replication_factor)
-        producer = confluent_producer(props, **{"enable.idempotence": True, "acks": "all", "linger.ms": 0})
-        consumer = confluent_consumer(props, **{"group.id": CONTROL_READER_GROUP, "enable.auto.commit": False})
-        consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_END)])
-        return cls(producer, consumer, flows)
+            admin.ensure_internal_topic(topic, replication_factor=replication_factor)
+        writer = RecordWriter(cluster, props, **{"linger.ms": 0})
+        reader = PartitionReader(props, CONTROL_TOPIC, group_id=CONTROL_READER_GROUP, from_end=True)
+        return cls(reader, writer, flows)
 
     def topics_changed(self) -> bool:
         """True if a `topics-changed` event for one of our flows arrived since the last call (non-blocking).
@@ -59,40 +86,44 @@ class ControlLink:
         missed, and looking at the topics again is cheap.
         """
         changed = False
-        self.read_error = None
-        for message in self._consumer.consume(num_messages=100, timeout=0):
-            if error := message.error():
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                self.read_error = f"reading {CONTROL_TOPIC}: {error.name()}: {error.str()}"
-                changed = True
-                continue
-            event = decode_event(message.value(), topic=message.topic(), offset=message.offset())
+        for record in self._reader.read(max_records=100):
+            event = decode_event(record.value, topic=CONTROL_TOPIC, offset=record.offset)
             if isinstance(event, TopicsChanged) and event.flow in self.flows:
                 changed = True
-        return changed
+        self.read_error = self._reader.read_error
+        return changed or self.read_error is not None
 
     def control_end_offset(self) -> int:
         """Where a task starts reading the control topic: any hand-over request for it comes after this."""
-        return int(self._consumer.get_watermark_offsets(TopicPartition(CONTROL_TOPIC, 0), timeout=10)[1])
+        return self._reader.end_offset(END_OFFSET_TIMEOUT_S)
 
     def request_handover(self, flow: str, tasks: list[tuple[int, int]], *, timeout_s: float = 10) -> None:
-        """Ask the running tasks (slot, generation) of `flow` to commit and return."""
+        """Ask the running tasks (slot, generation) of `flow` to commit and return.
+
+        Raises KafkaOperationError when the target did not acknowledge the request within `timeout_s`.
+        """
         event = MirrorHandover(flow=flow, tasks=tuple(tasks))
-        self._producer.produce(CONTROL_TOPIC, value=encode_event(event), key=event_key(event))
-        if self._producer.flush(timeout_s):
+        try:
+            self._writer.write(CONTROL_TOPIC, [(event_key(event), encode_event(event))], timeout_s=timeout_s)
+        except KafkaOperationError as exc:
             # Not known to be written: the driver asks again next round (a late duplicate names no live task).
             raise KafkaOperationError(
-                f"hand-over request for {flow} not acknowledged on {CONTROL_TOPIC} within {timeout_s:g} s",
+                f"hand-over request for {flow} not written: {exc}",
                 operation="request hand-over",
-            )
+                retriable=exc.retriable,
+            ) from exc
 
     def publish_status(self, status: ServiceStatus, *, timeout_s: float = 10) -> None:
-        """Send a status record; waits briefly so a final status survives process exit."""
-        self._producer.produce(STATUS_TOPIC, value=encode_event(status), key=event_key(status))
-        self._producer.flush(timeout_s)
+        """Send a status record, waiting up to `timeout_s` so a final status survives process exit.
+
+        Best effort: a failure is logged, not raised; the next status replaces this one anyway.
+        """
+        try:
+            self._writer.write(STATUS_TOPIC, [(event_key(status), encode_event(status))], timeout_s=timeout_s)
+        except KafkaOperationError as exc:
+            _log.warning("status_not_published", flow=status.flow, error=str(exc))
 
     def close(self, *, timeout_s: float = 10) -> None:
         """Flush and close both clients (what the target has not acknowledged by then is dropped: status only)."""
-        self._producer.flush(timeout_s)
-        self._consumer.close()
+        self._writer.close(timeout_s)
+        self._reader.close()

@@ -139,6 +139,7 @@ class MirrorDriver:
                         flow.target_admin_props(),
                         {f.name for f in self.flows if f.target == flow.target},
                         replication_factor=flow.settings.checkpoints_topic_replication_factor,
+                        cluster=flow.target,
                     )
             self.secrets = context.broadcast(self.vault.values)
             self.ready = True

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from services.data_mirror.discovery import MirroredTopic, discover, max_message_bytes, topic_ids
+from services.data_mirror.discovery import LIST_TIMEOUT_S, MirroredTopic, discover
 from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.progress_store import load_progress
 from services.data_mirror.task_secrets import SecretVault
@@ -16,8 +16,8 @@ from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
 from shared.control.topic_names import mirror_transactional_id
 from shared.flow_topics import FlowTopics
-from shared.kafka.factories import confluent_admin, confluent_producer
-from shared.kafka.topics import ensure_internal_topic
+from shared.kafka.topic_admin import TopicAdmin
+from shared.kafka.transactions import fence_transactional_ids
 
 _log = structlog.get_logger(__name__)
 DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default
@@ -44,8 +44,8 @@ class FlowRuntime:
         self.flow = flow
         settings = flow.settings
         policy = FlowTopics.for_flow(flow).policy
-        self.source_admin = confluent_admin(flow.source_admin_props())
-        self.target_admin = confluent_admin(flow.target_admin_props())
+        self.source_admin = TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=LIST_TIMEOUT_S)
+        self.target_admin = TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=LIST_TIMEOUT_S)
         if settings.offset_syncs_topic_location == "source":
             syncs_topic, sync_props = policy.offset_syncs_topic(flow.target), flow.source_producer_props()
             syncs_admin = self.source_admin
@@ -70,8 +70,8 @@ class FlowRuntime:
         )
         rf = settings.offset_syncs_topic_replication_factor
         if settings.emit_offset_syncs_enabled:
-            ensure_internal_topic(syncs_admin, syncs_topic, replication_factor=rf)
-        ensure_internal_topic(self.target_admin, self.clients.progress_topic, replication_factor=rf)
+            syncs_admin.ensure_internal_topic(syncs_topic, replication_factor=rf)
+        self.target_admin.ensure_internal_topic(self.clients.progress_topic, replication_factor=rf)
         if settings.exactly_once_enabled:
             self._fence_previous_transactions(tasks)
         self.committed = load_progress(flow.target_consumer_props(), self.clients.progress_topic, flow.name)
@@ -90,13 +90,11 @@ class FlowRuntime:
         Each task fences its own slot when it starts; this also covers slots a previous run had and this one
         does not, so the progress topic reads to its end now.
         """
-        for slot in range(max(tasks, 8)):
-            producer = confluent_producer(
-                self.flow.target_producer_props(),
-                **{"transactional.id": mirror_transactional_id(self.flow.name, slot), "enable.idempotence": True},
-            )
-            producer.init_transactions(30)
-            producer.flush(5)
+        fence_transactional_ids(
+            self.flow.target_producer_props(),
+            [mirror_transactional_id(self.flow.name, slot) for slot in range(max(tasks, 8))],
+            cluster=self.flow.target,
+        )
 
     def look_up(self) -> TopicsLookup:
         """Both clusters' topics, their ids and the remote topics' size limits (only new ones, or all every minute).
@@ -110,10 +108,10 @@ class FlowRuntime:
         return TopicsLookup(
             mirrored=mirrored,
             waiting=waiting,
-            limits=max_message_bytes(self.target_admin, self.flow.target, wanted),
+            limits=self.target_admin.max_message_bytes(wanted),
             all_limits=stale,
-            source_ids=topic_ids(self.source_admin, self.flow.source, [topic.source_topic for topic in mirrored]),
-            remote_ids=topic_ids(self.target_admin, self.flow.target, remote_topics),
+            source_ids=self.source_admin.topic_ids([topic.source_topic for topic in mirrored]),
+            remote_ids=self.target_admin.topic_ids(remote_topics),
         )
 
     def refresh(self, lookup: TopicsLookup | None = None) -> bool:

@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError
 from services.data_mirror.progress import CopyReport
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.work import PartitionWork
+from shared.kafka.cluster_errors import TOPIC_GONE
 
 
 @dataclass
@@ -164,11 +165,6 @@ def refuses_record(error: Any) -> bool:
     return not (error.fatal() or error.retriable() or error.code() in NOT_ABOUT_THE_RECORD)
 
 
-UNKNOWN_TOPIC_ID = 100  # KafkaError.UNKNOWN_TOPIC_ID, which the client's type stubs lack
-# Errors that say a topic or partition does not exist (any more, or not yet).
-TOPIC_GONE = frozenset(
-    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, UNKNOWN_TOPIC_ID}
-)
 # Errors not about one record: the task fails and restarts from its committed progress.
 NOT_ABOUT_THE_RECORD = TOPIC_GONE | {
     KafkaError._FENCED,

@@ -1,4 +1,5 @@
-"""Kafka client errors that name the cluster they happened on, for services that talk to two clusters."""
+"""Kafka client errors that name the cluster they happened on, for services that talk to two clusters, and the
+error codes that say a topic is gone."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ from confluent_kafka import KafkaError, KafkaException
 
 from shared.errors import AuthorizationError, KafkaOperationError
 from shared.kafka.errors import translate_kafka_error
+
+UNKNOWN_TOPIC_ID = 100  # KafkaError.UNKNOWN_TOPIC_ID, which the client's type stubs lack
+# Errors that say a topic or partition does not exist (any more, or not yet).
+TOPIC_GONE = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, UNKNOWN_TOPIC_ID}
+)
 
 
 def cluster_error(exc: BaseException, *, cluster: str, operation: str, resource: str = "") -> KafkaOperationError:

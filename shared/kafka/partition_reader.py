@@ -1,7 +1,8 @@
 """One partition of one of Strait's own topics, read without a consumer group (blocking, confluent-kafka).
 
 For readers that assign a single partition themselves and keep their place in memory: data-mirror's start-up
-read of its progress topic and its driver's live view of it. read_committed, so what an aborted transaction
+read of its progress topic, its driver's live view of it and of the control topic, and (`read_to_end`) one
+look at a topic's current contents such as the status topic. read_committed, so what an aborted transaction
 wrote is never seen.
 """
 
@@ -9,17 +10,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
 
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_consumer
 from shared.kafka.follow import FollowedRecord
+from shared.retry import Backoff, retry_blocking
 
 # A topic created a moment ago: not in the client's metadata yet, or its leader not elected yet.
 _NOT_YET = frozenset(
     {KafkaError._UNKNOWN_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
 )
+
+NEW_TOPIC_BACKOFF = Backoff(first_s=0.5)
+
+
+def _too_new(exc: BaseException) -> bool:
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(error, KafkaError) and (error.code() in _NOT_YET or error.retriable())
 
 
 class PartitionReader:
@@ -30,24 +40,21 @@ class PartitionReader:
     ) -> None:
         self.topic = topic
         self._partition = TopicPartition(topic, partition)
-        self._consumer = confluent_consumer(
-            props, **{"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
-        )
+        self._consumer = confluent_consumer(props, **_settings(group_id))
         self._consumer.assign([TopicPartition(topic, partition, OFFSET_END if from_end else OFFSET_BEGINNING)])
         self.read_error: str | None = None  # what failed in the last `read`, if anything
 
     def end_offset(self, timeout_s: float) -> int:
         """The partition's end offset, asking again until `timeout_s` while the topic is too new to have a leader."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                return int(self._consumer.get_watermark_offsets(self._partition, timeout=timeout_s)[1])
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                passing = isinstance(error, KafkaError) and (error.code() in _NOT_YET or error.retriable())
-                if not passing or time.monotonic() > deadline:
-                    raise translate_kafka_error(exc, operation=f"end offset of {self.topic}") from exc
-                time.sleep(0.5)
+        try:
+            return retry_blocking(
+                lambda: int(self._consumer.get_watermark_offsets(self._partition, timeout=timeout_s)[1]),
+                backoff=NEW_TOPIC_BACKOFF,
+                within_s=timeout_s,
+                retry_on=_too_new,
+            )
+        except KafkaException as exc:
+            raise translate_kafka_error(exc, operation=f"end offset of {self.topic}") from exc
 
     def position(self) -> int:
         """The offset the next read starts at (past transaction markers too)."""
@@ -63,18 +70,54 @@ class PartitionReader:
                 if error.code() != KafkaError._PARTITION_EOF:
                     self.read_error = f"reading {self.topic}: {error.name()}: {error.str()}"
                 continue
-            records.append(
-                FollowedRecord(
-                    message.offset() or 0,
-                    message.key(),
-                    message.value(),
-                    message.timestamp()[1],
-                    self.topic,
-                    message.headers() or (),
-                )
-            )
+            records.append(_record(message, self.topic))
         return records
 
     def close(self) -> None:
         """Leave (there are no group offsets to commit)."""
         self._consumer.close()
+
+
+def read_to_end(
+    props: Mapping[str, str], topic: str, *, group_id: str, timeout_s: float, partition: int = 0
+) -> list[FollowedRecord]:
+    """The partition's records from its start up to its end offset when the read began; empty if no such topic.
+
+    A view of current state: unlike `shared.kafka.read.read_to_end`, a read still short of the end when `timeout_s`
+    has passed returns what it has instead of raising. Failed fetches are skipped; a failure to look the topic up
+    raises KafkaOperationError.
+    """
+    consumer = confluent_consumer(props, **_settings(group_id))
+    try:
+        found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if found is None or found.error is not None:
+            return []
+        assignment = TopicPartition(topic, partition)
+        _, end = consumer.get_watermark_offsets(assignment, timeout=timeout_s)
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        records: list[FollowedRecord] = []
+        position = 0
+        while position < end and time.monotonic() < deadline:
+            messages = consumer.consume(num_messages=1000, timeout=0.5)
+            for message in messages:
+                if message.error() is None:
+                    records.append(_record(message, topic))
+                    position = records[-1].offset + 1
+            if not messages:  # transaction markers take offsets but are never returned: the position passes them
+                position = max(position, int(consumer.position([assignment])[0].offset))
+        return records
+    except KafkaException as exc:
+        raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
+    finally:
+        consumer.close()
+
+
+def _settings(group_id: str) -> dict[str, Any]:
+    return {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
+
+
+def _record(message: Message, topic: str) -> FollowedRecord:
+    return FollowedRecord(
+        message.offset() or 0, message.key(), message.value(), message.timestamp()[1], topic, message.headers() or ()
+    )

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
@@ -23,8 +23,9 @@ from confluent_kafka.admin import (
 )
 
 from shared.errors import StraitError
-from shared.kafka.cluster_errors import cluster_error, kafka_error_code
+from shared.kafka.cluster_errors import TOPIC_GONE, cluster_error, kafka_error_code
 from shared.kafka.factories import confluent_admin
+from shared.kafka.topics import ensure_internal_topic
 
 DESCRIBE_BATCH = 500
 Failures = dict[str, StraitError]
@@ -105,6 +106,60 @@ class TopicAdmin:
             ready = topic.error is None and all(p.leader >= 0 and p.error is None for p in partitions)
             topics[name] = TopicInfo(partitions=len(topic.partitions), ready=ready and bool(topic.partitions))
         return topics
+
+    def partition_counts(self) -> dict[str, int]:
+        """topic -> partition count of every topic listed without a topic-level error (one metadata request).
+
+        Unlike `list_topics`, a topic one of whose partitions has no leader right now is still counted.
+        """
+        try:
+            metadata = self._admin.list_topics(timeout=self._timeout_s)
+        except Exception as exc:  # KafkaException: broker unreachable, authorization, timeout
+            raise self._error(exc, "list topics") from exc
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+    def topic_ids(self, topics: Sequence[str]) -> dict[str, str]:
+        """Each topic's id, which changes when a topic is deleted and made again.
+
+        A topic that vanished since it was listed is left out; any other failure raises, so a recreated topic is
+        never missed silently.
+        """
+        if not topics:
+            return {}
+        ids: dict[str, str] = {}
+        try:
+            futures = self._admin.describe_topics(TopicCollection(list(topics)), request_timeout=self._timeout_s)
+            for topic, future in futures.items():
+                try:
+                    ids[topic] = str(future.result(timeout=self._timeout_s).topic_id)
+                except KafkaException as exc:
+                    if kafka_error_code(exc) not in TOPIC_GONE:
+                        raise
+        except Exception as exc:  # KafkaException, TimeoutError: unreachable, not allowed to describe, too slow
+            raise self._error(exc, "describe topics") from exc
+        return ids
+
+    def max_message_bytes(self, topics: Sequence[str]) -> dict[str, int]:
+        """Each topic's `max.message.bytes` (the largest record batch its broker accepts); any failure raises."""
+        described, errors = self.describe_configs(topics)
+        if errors:
+            raise errors[0]
+        return {
+            topic: int(entry.value)
+            for topic, entries in described.items()
+            for entry in entries
+            if entry.name == "max.message.bytes" and entry.value is not None
+        }
+
+    def ensure_internal_topic(self, name: str, *, replication_factor: int) -> bool:
+        """Create `name` in MM2's internal-topic shape (one partition, compacted): True if created, False if it was.
+
+        Creation has 30 s whatever this admin's timeout; other failures raise KafkaOperationError.
+        """
+        try:
+            return ensure_internal_topic(self._admin, name, replication_factor=replication_factor)
+        except KafkaException as exc:  # the request could not even be sent
+            raise self._error(exc, "create topic", name) from exc
 
     def describe_configs(self, topics: Sequence[str]) -> tuple[dict[str, list[ConfigEntrySpec]], list[StraitError]]:
         """Each topic's config entries; topics that failed are left out and their errors returned."""

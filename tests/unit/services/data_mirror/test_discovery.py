@@ -1,55 +1,36 @@
-"""Topic-id look-ups: a vanished topic is left out, every other failure is raised with the cluster named."""
+"""Discovery: filter-passing source topics are mirrored once their remote topic exists, up to its partitions."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any
+from services.data_mirror.discovery import MirroredTopic, discover
+from shared.config import parse_mm2_config
 
-import pytest
-from confluent_kafka import KafkaError, KafkaException
-
-from services.data_mirror.discovery import topic_ids
-from shared.errors import KafkaOperationError
-
-
-@dataclass
-class _Described:
-    topic_id: str
-
-
-def _done(result: object = None, error: int | None = None) -> Future[Any]:
-    future: Future[Any] = Future()
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(KafkaException(KafkaError(error)))
-    return future
+CONFIG = {
+    "clusters": "A, B",
+    "A.bootstrap.servers": "a:9092",
+    "B.bootstrap.servers": "b:9092",
+    "A->B.enabled": "true",
+    "A->B.topics": "orders|payments|refunds",
+}
 
 
 class _Admin:
-    """describe_topics answering per topic from `answers`: an id, or an error code."""
+    """partition_counts from a fixed listing."""
 
-    def __init__(self, answers: dict[str, str | int]) -> None:
-        self.answers = answers
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
 
-    def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Future[Any]]:
-        return {
-            name: _done(_Described(answer)) if isinstance(answer, str) else _done(error=answer)
-            for name, answer in self.answers.items()
-        }
+    def partition_counts(self) -> dict[str, int]:
+        return self.counts
 
 
-def test_ids_of_described_topics_and_none_for_a_topic_deleted_since_it_was_listed() -> None:
-    admin = _Admin({"orders": "id-1", "gone": KafkaError.UNKNOWN_TOPIC_OR_PART})
-    assert topic_ids(admin, "A", ["orders", "gone"]) == {"orders": "id-1"}  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("code", "text"),
-    [(KafkaError._TRANSPORT, "_TRANSPORT"), (KafkaError.TOPIC_AUTHORIZATION_FAILED, "TOPIC_AUTHORIZATION_FAILED")],
-)
-def test_any_other_failure_is_raised_naming_the_cluster(code: int, text: str) -> None:
-    admin = _Admin({"orders": "id-1", "payments": code})
-    with pytest.raises(KafkaOperationError, match=f"describe topics on B failed: {text}"):
-        topic_ids(admin, "B", ["orders", "payments"])  # type: ignore[arg-type]
+def test_topics_with_a_remote_topic_are_mirrored_and_the_others_wait() -> None:
+    flow = parse_mm2_config(CONFIG, env={}).flow("A", "B")
+    source = _Admin({"orders": 3, "payments": 2, "refunds": 1, "other": 4})
+    target = _Admin({"A.orders": 3, "A.payments": 1})
+    mirrored, waiting = discover(flow, source, target)  # type: ignore[arg-type]
+    assert mirrored == [
+        MirroredTopic(flow.name, "orders", "A.orders", 3, 3),
+        MirroredTopic(flow.name, "payments", "A.payments", 1, 2),  # only what the remote topic has yet
+    ]
+    assert waiting == ["refunds"]

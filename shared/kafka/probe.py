@@ -1,0 +1,69 @@
+"""Does one cluster answer right now? A cheap blocking probe (confluent-kafka) for `shared.cluster_watch`.
+
+A service's own work can block for a long time on a cluster that stopped answering (requests wait for
+`admin.timeout.ms`, 60 s by default), so its status cannot wait for that work to fail. A metadata request
+for one (absent) topic with a short deadline tells within seconds; an answer of any kind (even a refusal)
+means the cluster is reachable, only silence or a broken connection means it is not. (Not DescribeCluster:
+librdkafka 2.x aborts the process when an admin request's answer arrives after its deadline passed.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from shared.kafka.factories import confluent_admin
+
+# Asked about, never created: the probe's client does not allow auto-creation, and `.internal` is never mirrored.
+PROBE_TOPIC = "strait.probe.internal"
+_TIMEOUTS = frozenset({KafkaError._TIMED_OUT, KafkaError._MSG_TIMED_OUT, KafkaError.REQUEST_TIMED_OUT})
+# What librdkafka reports when nothing (or no broker) answered in time.
+_SILENCE = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._RESOLVE,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+    }
+)
+
+
+class ClusterProbe:
+    """Asks one cluster (admin `props`) for the metadata of PROBE_TOPIC within `timeout_s`; blocking."""
+
+    def __init__(self, props: Mapping[str, str], *, timeout_s: float) -> None:
+        self._props = dict(props)
+        self._timeout_s = timeout_s
+        self._admin: AdminClient | None = None
+
+    def ask(self) -> str | None:
+        """None if the cluster answered (even with an error), else why it is taken as unreachable."""
+        try:
+            if self._admin is None:
+                self._admin = confluent_admin(self._props, **{"allow.auto.create.topics": False})
+            self._admin.list_topics(PROBE_TOPIC, timeout=self._timeout_s)
+        except Exception as exc:  # KafkaException (no answer in time, broken connection) or a bad setting
+            # A client whose broker went silent can stay without a usable connection long after the broker
+            # is back (seen: "Broker transport failure" for minutes): the next probe uses a new one.
+            self._admin = None
+            return _silence(exc, self._timeout_s)
+        return None
+
+
+def _silence(exc: BaseException, timeout_s: float) -> str | None:
+    """Why the probe got no answer, or None if the cluster did answer (even with an error)."""
+    if isinstance(exc, TimeoutError):
+        return f"no answer to a metadata request within {timeout_s:g}s"
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(error, KafkaError):
+        if error.code() not in _SILENCE:
+            return None
+        if error.code() in _TIMEOUTS:
+            return f"no answer to a metadata request within {timeout_s:g}s ({error.name()}: {error.str()})"
+        return f"{error.name()}: {error.str()}"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,128 @@
+"""PartitionReader and read_to_end over a stand-in consumer: end of partition is no error, a failed fetch is
+named, a topic is read up to the end it had when the read began, and an absent topic reads as empty."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+
+from shared.kafka import partition_reader
+from shared.kafka.partition_reader import PartitionReader, read_to_end
+
+TOPIC = "strait.control.internal"
+
+
+@dataclass
+class _Message:
+    offset_: int
+    value_: bytes | None = None
+    key_: bytes | None = None
+    error_: KafkaError | None = None
+
+    def offset(self) -> int:
+        return self.offset_
+
+    def key(self) -> bytes | None:
+        return self.key_
+
+    def value(self) -> bytes | None:
+        return self.value_
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1000 + self.offset_)
+
+    def headers(self) -> None:
+        return None
+
+    def error(self) -> KafkaError | None:
+        return self.error_
+
+
+@dataclass
+class _Topic:
+    error: KafkaError | None = None
+
+
+@dataclass
+class _Metadata:
+    topics: dict[str, _Topic] = field(default_factory=dict)
+
+
+@dataclass
+class _Consumer:
+    """Hands out `batches` one per consume; `end` is the partition's end offset, `exists` says if its topic does.
+
+    Its position follows what it handed out; an empty batch moves it to `end` (past trailing transaction markers).
+    """
+
+    batches: list[list[_Message]] = field(default_factory=list)
+    end: int = 0
+    exists: bool = True
+    at: int = 0
+    closed: bool = False
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        pass
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        batch = self.batches.pop(0) if self.batches else []
+        self.at = batch[-1].offset() + 1 if batch else self.end
+        return batch
+
+    def list_topics(self, topic: str, timeout: float) -> _Metadata:
+        return _Metadata({topic: _Topic()} if self.exists else {})
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float) -> tuple[int, int]:
+        return (0, self.end)
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(TOPIC, 0, self.at)]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, consumer: _Consumer) -> None:
+    monkeypatch.setattr(partition_reader, "confluent_consumer", lambda props, **settings: consumer)
+
+
+def test_end_of_partition_is_no_error_and_a_failed_fetch_is_named_until_a_clean_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    eof = _Message(0, error_=KafkaError(KafkaError._PARTITION_EOF))
+    denied = _Message(-1, error_=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "not allowed to read"))
+    _use(monkeypatch, _Consumer(batches=[[_Message(0, b"one"), eof], [denied], []]))
+    reader = PartitionReader({}, TOPIC, group_id="g", from_end=True)
+    assert [r.value for r in reader.read()] == [b"one"]
+    assert reader.read_error is None
+    assert reader.read() == []
+    assert reader.read_error is not None
+    assert "TOPIC_AUTHORIZATION_FAILED" in reader.read_error
+    assert TOPIC in reader.read_error
+    reader.read()
+    assert reader.read_error is None
+
+
+def test_read_to_end_stops_at_the_end_seen_first_and_keeps_tombstones(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = [_Message(0, b"a", b"x"), _Message(1, None, b"x"), _Message(2, b"b", b"y")]
+    later = _Message(3, b"late", b"z")
+    consumer = _Consumer(batches=[log[:2], log[2:], [later]], end=3)
+    _use(monkeypatch, consumer)
+    records = read_to_end({}, TOPIC, group_id="g", timeout_s=5)
+    assert [(r.offset, r.key, r.value) for r in records] == [(0, b"x", b"a"), (1, b"x", None), (2, b"y", b"b")]
+    assert consumer.closed
+
+
+def test_read_to_end_passes_transaction_markers_at_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer = _Consumer(batches=[[_Message(0, b"a")], [], [_Message(5, b"late")]], end=2)  # offset 1: a marker
+    _use(monkeypatch, consumer)
+    assert [r.value for r in read_to_end({}, TOPIC, group_id="g", timeout_s=5)] == [b"a"]
+
+
+def test_read_to_end_of_an_absent_topic_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer = _Consumer(exists=False)
+    _use(monkeypatch, consumer)
+    assert read_to_end({}, TOPIC, group_id="g", timeout_s=1) == []
+    assert consumer.closed
