@@ -13,24 +13,14 @@ import contextlib
 from collections.abc import Callable, Mapping
 
 import structlog
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from shared.kafka.factories import AdminClient, aio_consumer, confluent_admin
-from shared.kafka.topics import create_topic
+from shared.kafka.lease_group import LeaseGroupMember
+from shared.retry import Backoff, retry_async
 
 _log = structlog.get_logger(__name__)
 OnChange = Callable[[frozenset[int]], None]
-
-
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, lease: ShardLease) -> None:
-        self._lease = lease
-
-    async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
-        self._lease._set_owned(self._lease.owned - {tp.partition for tp in revoked})
-
-    async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        self._lease._set_owned(self._lease.owned | {tp.partition for tp in assigned})
+REJOIN_BACKOFF = Backoff(first_s=1.0, max_s=1.0)
+RETENTION_MS = 3_600_000
 
 
 class ShardLease:
@@ -48,18 +38,22 @@ class ShardLease:
         session_timeout_ms: int = 6000,
         on_change: OnChange | None = None,
     ) -> None:
-        self._props = dict(props)
         self.group_id = group_id
         self.topic = topic
         self.shards = shards
         self._replication_factor = replication_factor
-        self._instance_id = instance_id
-        self._session_timeout_ms = session_timeout_ms
         self._on_change = on_change
         self.owned: frozenset[int] = frozenset()
-        self._consumer: AIOKafkaConsumer | None = None
+        self._member = LeaseGroupMember(
+            props,
+            group_id=group_id,
+            topic=topic,
+            client_id=f"{group_id}-{instance_id}" if instance_id else None,
+            session_timeout_ms=session_timeout_ms,
+            on_assigned=lambda shards: self._set_owned(self.owned | shards),
+            on_revoked=lambda shards: self._set_owned(self.owned - shards),
+        )
         self._task: asyncio.Task[None] | None = None
-        self._admin: AdminClient | None = None
         self.changed = asyncio.Event()
 
     @property
@@ -92,51 +86,28 @@ class ShardLease:
                 self._on_change(self.owned)
 
     async def start(self) -> None:
-        """Create the coordination topic if needed and join the group."""
-        if self._admin is None:  # one per lease, not one per start: a start is retried while the cluster is down
-            self._admin = confluent_admin(self._props)
-        await asyncio.to_thread(
-            create_topic,
-            self._admin,
-            self.topic,
-            partitions=self.shards,
-            replication_factor=self._replication_factor,
-            configs={"retention.ms": "3600000"},
+        """Create the coordination topic if needed and join the group; raises a StraitError if either fails."""
+        await self._member.create_topic(
+            partitions=self.shards, replication_factor=self._replication_factor, retention_ms=RETENTION_MS
         )
-        await self._join()
+        await self._member.join()
         self._task = asyncio.create_task(self._keep_membership(), name=f"lease:{self.group_id}")
-
-    async def _join(self) -> None:
-        self._consumer = aio_consumer(
-            self._props,
-            group_id=self.group_id,
-            client_id=f"{self.group_id}-{self._instance_id}" if self._instance_id else None,
-            enable_auto_commit=False,
-            session_timeout_ms=self._session_timeout_ms,
-            heartbeat_interval_ms=max(300, self._session_timeout_ms // 6),
-            metadata_max_age_ms=5000,
-        )
-        await self._consumer.start()
-        self._consumer.subscribe([self.topic], listener=_Listener(self))
 
     async def _keep_membership(self) -> None:
         """Poll so the group keeps us; after an error give the shards up (no double work) and rejoin."""
+        await retry_async(self._take_part, backoff=REJOIN_BACKOFF, retry_on=lambda _: True, on_failure=self._lost)
+
+    async def _take_part(self) -> None:
         while True:
             try:
-                if self._consumer is None:
-                    await self._join()
-                assert self._consumer is not None
-                await self._consumer.getmany(timeout_ms=1000)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # aiokafka errors while the cluster is unreachable or rebalancing
-                _log.warning("lease_membership_error", group=self.group_id, error=repr(exc))
+                await self._member.poll()
+            except Exception:
                 self._set_owned(frozenset())
-                consumer, self._consumer = self._consumer, None
-                if consumer is not None:
-                    with contextlib.suppress(Exception):
-                        await consumer.stop()
-                await asyncio.sleep(1)
+                await self._member.leave(quietly=True)
+                raise
+
+    def _lost(self, exc: BaseException, retry_s: float) -> None:
+        _log.warning("lease_membership_error", group=self.group_id, error=repr(exc), retry_s=retry_s)
 
     async def stop(self) -> None:
         """Leave the group so another instance takes over at once; safe to call twice."""
@@ -145,9 +116,7 @@ class ShardLease:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        if self._consumer is not None:
-            consumer, self._consumer = self._consumer, None
-            await consumer.stop()
+        await self._member.leave()
         self._set_owned(frozenset())
 
 

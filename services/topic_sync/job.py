@@ -20,11 +20,10 @@ from services.topic_sync.configs import alter_ops, creation_configs
 from services.topic_sync.metrics import TopicSyncMetrics
 from services.topic_sync.plan import plan_topics, ready_topics, replicated
 from shared.config import FlowConfig
-from shared.control import CONTROL_TOPIC, ControlPublisher, RemoteTopic, TopicsChanged
+from shared.control import ControlPublisher, RemoteTopic, TopicsChanged
 from shared.errors import StraitError
 from shared.filters import DefaultConfigPropertyFilter
 from shared.flow_topics import FlowTopics
-from shared.kafka import translate_kafka_error
 from shared.kafka.topic_admin import NewTopicSpec, TopicAdmin, TopicInfo
 
 IDLE_INTERVAL_S = 30.0
@@ -176,8 +175,7 @@ class TopicSyncJob:
             return
         try:
             await self._publisher.publish(TopicsChanged(flow=self.flow.name, topics=topics))
-        except Exception as exc:  # aiokafka's errors, translated here; the next round announces again
-            error = translate_kafka_error(exc, operation="publish topics-changed", resource=CONTROL_TOPIC)
+        except StraitError as error:  # the next round announces again
             errors.append(error)
             return
         self._announced = topics

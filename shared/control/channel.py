@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 
 import structlog
-from aiokafka import TopicPartition
 from pydantic import BaseModel
 
 from shared.control.codec import Event, decode_event, encode_event
 from shared.control.topic_names import CONTROL_TOPIC, STATUS_TOPIC
-from shared.kafka.factories import aio_consumer, aio_producer, confluent_admin
-from shared.kafka.topics import ensure_internal_topic
+from shared.kafka.async_sender import AsyncSender
+from shared.kafka.follow import tail
+from shared.kafka.topics import ensure_internal_topics_on
 
 _log = structlog.get_logger(__name__)
 STOP_TIMEOUT_S = 3.0
@@ -29,12 +30,8 @@ def event_key(event: BaseModel) -> bytes:
 async def ensure_control_topics(props: Mapping[str, str], replication_factor: int) -> None:
     """Create the compacted control and status topics if missing (any service may be first)."""
 
-    def create() -> None:
-        admin = confluent_admin(props)
-        for topic in (CONTROL_TOPIC, STATUS_TOPIC):
-            ensure_internal_topic(admin, topic, replication_factor=replication_factor)
-
-    await asyncio.to_thread(create)
+    topics = (CONTROL_TOPIC, STATUS_TOPIC)
+    await asyncio.to_thread(ensure_internal_topics_on, props, topics, replication_factor=replication_factor)
 
 
 class ControlPublisher:
@@ -43,34 +40,31 @@ class ControlPublisher:
     def __init__(self, props: Mapping[str, str], *, replication_factor: int) -> None:
         self._props = dict(props)
         self._replication_factor = replication_factor
-        self._producer = aio_producer(props, enable_idempotence=True, acks="all")
+        self._sender = AsyncSender(props)
         self._started = False
 
     async def start(self) -> None:
         """Create the topics if needed and connect."""
         await ensure_control_topics(self._props, self._replication_factor)
-        await self._producer.start()
+        await self._sender.start()
         self._started = True
 
     async def publish(self, event: BaseModel) -> None:
         """Send one control event and wait until the broker has it."""
-        await self._producer.send_and_wait(CONTROL_TOPIC, encode_event(event), key=event_key(event))
+        operation = f"publish {getattr(event, 'type', 'control event')}"
+        await self._sender.send(CONTROL_TOPIC, encode_event(event), key=event_key(event), operation=operation)
 
     async def publish_status(self, status: BaseModel) -> None:
         """Send one status record (keyed by instance on the compacted status topic)."""
-        await self._producer.send_and_wait(STATUS_TOPIC, encode_event(status), key=event_key(status))
+        await self._sender.send(STATUS_TOPIC, encode_event(status), key=event_key(status), operation="publish status")
 
     async def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         """Flush and close within `timeout_s`; safe to call twice, and after a start that failed or never happened.
 
-        aiokafka's stop waits for every pending record, without a bound: with the cluster gone that is forever.
-        What is still pending then is control and status records the cluster would not take anyway.
+        What is still pending after `timeout_s` is control and status records the cluster would not take anyway.
         """
-        # The producer is closed even if never started: aiokafka warns about every unclosed producer.
         self._started = False
-        try:
-            await asyncio.wait_for(self._producer.stop(), timeout_s)
-        except TimeoutError:
+        if not await self._sender.stop(timeout_s):
             _log.warning("control_records_dropped_at_stop", waited_s=timeout_s, reason="cluster did not acknowledge")
 
 
@@ -81,21 +75,8 @@ async def follow_events(
 
     Unknown or malformed events were already skipped with a warning by the codec.
     """
-    consumer = aio_consumer(props, enable_auto_commit=False, auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        partition = TopicPartition(topic, 0)
-        consumer.assign([partition])
-        if from_beginning:
-            await consumer.seek_to_beginning(partition)
-        else:
-            await consumer.seek_to_end(partition)
-        while True:
-            batches = await consumer.getmany(timeout_ms=1000)
-            for records in batches.values():
-                for record in records:
-                    event = decode_event(record.value, topic=topic, offset=record.offset)
-                    if event is not None:
-                        yield event
-    finally:
-        await consumer.stop()
+    async with contextlib.aclosing(tail(props, topic, from_beginning=from_beginning)) as records:
+        async for record in records:  # closed with this generator, so the consumer is stopped with it
+            event = decode_event(record.value, topic=topic, offset=record.offset)
+            if event is not None:
+                yield event

@@ -8,7 +8,7 @@ was read up to the end offset seen when reading started (a topic that does not e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -18,6 +18,7 @@ from aiokafka.errors import KafkaError
 from shared.errors import KafkaOperationError
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import aio_consumer
+from shared.retry import Backoff, retry_async
 
 _log = structlog.get_logger(__name__)
 MAX_RETRY_S = 10.0
@@ -80,19 +81,31 @@ class TopicFollower:
 
     async def run(self) -> None:
         """Follow until cancelled; after a failure wait `retry_s`, doubling up to `MAX_RETRY_S` while it persists."""
-        delay = self._retry_s
-        while True:
-            read_before = self.records_read
-            try:
-                await self._follow()
-            except KafkaError as exc:
-                error = translate_kafka_error(exc, operation="follow topic", resource=self.topic)
-                _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=delay)
-                if self._on_error is not None:
-                    self._on_error(error)
-            progressed = self.records_read > read_before
-            await asyncio.sleep(self._retry_s if progressed else delay)
-            delay = self._retry_s if progressed else min(delay * 2, MAX_RETRY_S)
+        read_at_last_failure = 0
+
+        def progressed() -> bool:
+            nonlocal read_at_last_failure
+            moved, read_at_last_failure = self.records_read > read_at_last_failure, self.records_read
+            return moved
+
+        await retry_async(
+            self._follow_translated,
+            backoff=Backoff(self._retry_s, max(self._retry_s, MAX_RETRY_S)),
+            retry_on=lambda exc: isinstance(exc, KafkaOperationError),
+            on_failure=self._failed,
+            progressed=progressed,
+        )
+
+    async def _follow_translated(self) -> None:
+        try:
+            await self._follow()
+        except KafkaError as exc:
+            raise translate_kafka_error(exc, operation="follow topic", resource=self.topic) from exc
+
+    def _failed(self, error: BaseException, retry_s: float) -> None:
+        _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=retry_s)
+        if self._on_error is not None and isinstance(error, KafkaOperationError):
+            self._on_error(error)
 
     def _mark_caught_up(self) -> None:
         if not self._caught_up.is_set():
@@ -132,3 +145,28 @@ class TopicFollower:
         while self.topic not in await consumer.topics():
             self._mark_caught_up()
             await asyncio.sleep(self._retry_s)
+
+
+async def tail(
+    props: Mapping[str, str], topic: str, *, from_beginning: bool = True, poll_timeout_ms: int = 1000
+) -> AsyncGenerator[FollowedRecord, None]:
+    """Every record of `topic` partition 0 from its beginning (or from now), forever; no consumer group, no retry.
+
+    For short-lived readers (tests, tools) that want records as they come; services use TopicFollower.
+    """
+    consumer = aio_consumer(props, enable_auto_commit=False, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        partition = TopicPartition(topic, 0)
+        consumer.assign([partition])
+        if from_beginning:
+            await consumer.seek_to_beginning(partition)
+        else:
+            await consumer.seek_to_end(partition)
+        while True:
+            batches = await consumer.getmany(timeout_ms=poll_timeout_ms)
+            for records in batches.values():
+                for r in records:
+                    yield FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic, r.headers)
+    finally:
+        await consumer.stop()

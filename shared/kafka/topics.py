@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from shared.kafka.errors import translate_kafka_error
+from shared.kafka.factories import confluent_admin
 
 COMPACTED = {"cleanup.policy": "compact"}
 
@@ -40,6 +41,13 @@ def create_topic(
 def ensure_internal_topic(admin: AdminClient, name: str, *, replication_factor: int = -1) -> bool:
     """MM2's internal-topic shape: one partition, compacted."""
     return create_topic(admin, name, partitions=1, replication_factor=replication_factor, configs=COMPACTED)
+
+
+def ensure_internal_topics_on(props: Mapping[str, str], names: Sequence[str], *, replication_factor: int = -1) -> None:
+    """`ensure_internal_topic` for each of `names` on the cluster `props` connect to (one admin client for all)."""
+    admin = confluent_admin(props)
+    for name in names:
+        ensure_internal_topic(admin, name, replication_factor=replication_factor)
 
 
 async def ensure_internal_topic_async(admin: AdminClient, name: str, *, replication_factor: int = -1) -> bool:
