@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from shared.errors import CodecError
 from shared.kafka.follow import FollowedRecord
 from shared.records import Checkpoint
+from shared.records.reading import decoded
 
 _log = structlog.get_logger(__name__)
 Partition = tuple[str, int]
@@ -41,16 +41,12 @@ class CheckpointTable:
 
     def handle_records(self, records: Sequence[FollowedRecord]) -> None:
         """Apply records read from the checkpoints topic; undecodable ones are counted and skipped (as MM2)."""
-        for record in records:
-            if record.key is None or record.value is None:
-                continue
-            try:
-                checkpoint = Checkpoint.decode(record.key, record.value)
-            except CodecError as exc:
-                self.invalid_records += 1
-                _log.warning("invalid_checkpoint_skipped", topic=record.topic, offset=record.offset, error=str(exc))
-                continue
+        for record, checkpoint in decoded(records, lambda key, value, _: Checkpoint.decode(key, value), self._skip):
             self.apply(checkpoint, record.offset)
+
+    def _skip(self, record: FollowedRecord, reason: str) -> None:
+        self.invalid_records += 1
+        _log.warning("invalid_checkpoint_skipped", topic=record.topic, offset=record.offset, error=reason)
 
     def for_group(self, group: str) -> Mapping[Partition, Checkpoint]:
         """The latest checkpoints of `group` by (remote topic, partition); empty if none."""

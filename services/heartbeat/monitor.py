@@ -10,10 +10,10 @@ import structlog
 from services.heartbeat.liveness import Liveness, LivenessState
 from services.heartbeat.metrics import HeartbeatMetrics
 from shared.config import FlowConfig
-from shared.errors import CodecError
 from shared.flow_topics import FlowTopics
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.records import Heartbeat
+from shared.records.reading import decoded
 
 
 def now_ms() -> int:
@@ -38,20 +38,16 @@ class FlowMonitor:
         # Heartbeats read before the first catch-up are history: they set the newest timestamp, but their
         # age is not a replication latency.
         live = self.follower.caught_up
-        for record in records:
-            if record.key is None or record.value is None:
-                continue
-            try:
-                heartbeat = Heartbeat.decode(record.key, record.value)
-            except CodecError as exc:
-                self.invalid_records += 1
-                self.log.warning("invalid_heartbeat_skipped", topic=self.topic, offset=record.offset, error=str(exc))
-                continue
+        for _, heartbeat in decoded(records, lambda key, value, _: Heartbeat.decode(key, value), self._skip):
             latency = self.liveness.observe(heartbeat.timestamp_ms, now_ms())
             self._metrics.received.labels(self.flow.name).inc()
             if live:
                 self._metrics.latency_ms.labels(self.flow.name).observe(latency)
                 self._metrics.last_latency_ms.labels(self.flow.name).set(latency)
+
+    def _skip(self, record: FollowedRecord, reason: str) -> None:
+        self.invalid_records += 1
+        self.log.warning("invalid_heartbeat_skipped", topic=self.topic, offset=record.offset, error=reason)
 
     def check(self) -> bool:
         """Re-evaluate liveness now; True if the state changed."""

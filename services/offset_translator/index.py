@@ -7,6 +7,7 @@ their end once (MM2's rule for offset syncs, applied to checkpoints too).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,11 +20,11 @@ from services.offset_translator.flows import FlowKey, ServedFlow
 from services.offset_translator.status_index import StatusIndex
 from shared.control.codec import decode_event
 from shared.control.events import ServiceStatus
-from shared.errors import CodecError
 from shared.kafka.follow import FollowedRecord
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records.checkpoint import Checkpoint
 from shared.records.heartbeat import Heartbeat
+from shared.records.reading import Decode, decoded
 from shared.replication_policy import ReplicationPolicy
 
 _log = structlog.get_logger(__name__)
@@ -124,29 +125,20 @@ class TranslatorIndex:
 
     def on_checkpoint_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
         """Apply checkpoint records; undecodable ones are skipped and logged, as MM2's reader does."""
-        for record in records:
-            if record.key is None or record.value is None:
-                self._skip("checkpoints", record, "tombstone or missing key")
-                continue
-            try:
-                checkpoint = Checkpoint.decode(record.key, record.value)
-            except CodecError as exc:
-                self._skip("checkpoints", record, str(exc))
-                continue
+        skip = functools.partial(self._skip, "checkpoints")
+        decode: Decode[Checkpoint] = lambda key, value, _: Checkpoint.decode(key, value)  # noqa: E731
+        for record, checkpoint in decoded(records, decode, skip, on_tombstone=skip):
             self.checkpoints.apply(flow, checkpoint, record.timestamp_ms)
         self.records_read["checkpoints"] += len(records)
 
     def on_sync_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
         """Apply offset-sync records to the flow's OffsetSyncStore."""
         store = self.syncs[flow]
-        for record in records:
-            if record.key is None or record.value is None:
-                self._skip("offset-syncs", record, "tombstone or missing key")
-                continue
-            try:
-                store.handle_record(record.key, record.value, record.headers)
-            except CodecError as exc:
-                self._skip("offset-syncs", record, str(exc))
+        skip = functools.partial(self._skip, "offset-syncs")
+        for _ in decoded(
+            records, lambda key, value, record: store.handle_record(key, value, record.headers), skip, on_tombstone=skip
+        ):
+            pass
         self.records_read["offset-syncs"] += len(records)
 
     def on_status_records(self, cluster: str, records: Sequence[FollowedRecord]) -> None:
@@ -163,15 +155,9 @@ class TranslatorIndex:
 
     def on_heartbeat_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
         """Remember the newest mirrored heartbeat of the flow."""
-        for record in records:
-            if record.key is None or record.value is None:
-                self._skip("heartbeats", record, "tombstone or missing key")
-                continue
-            try:
-                heartbeat = Heartbeat.decode(record.key, record.value)
-            except CodecError as exc:
-                self._skip("heartbeats", record, str(exc))
-                continue
+        skip = functools.partial(self._skip, "heartbeats")
+        decode: Decode[Heartbeat] = lambda key, value, _: Heartbeat.decode(key, value)  # noqa: E731
+        for _, heartbeat in decoded(records, decode, skip, on_tombstone=skip):
             self.statuses.apply_heartbeat(flow, heartbeat.timestamp_ms)
         self.records_read["heartbeats"] += len(records)
 
