@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
@@ -13,8 +12,6 @@ from shared.control import ControlPublisher
 from shared.errors import ConfigError
 from shared.leader_loop import LeaderJob, LeaderLoop, LeaderMetrics
 from shared.service import Service
-
-DRAIN_TIMEOUT_S = 30.0
 
 
 def selected_flows(config: MirrorMakerConfig, flows: str) -> tuple[FlowConfig, ...]:
@@ -39,32 +36,19 @@ def selected_flows(config: MirrorMakerConfig, flows: str) -> tuple[FlowConfig, .
 
 
 class LeaderLoopService(Service):
-    """Runs each LeaderLoop as a background task; stop lets rounds finish, then closes loops in reverse."""
+    """Runs each LeaderLoop as a child unit: a crash in one stops the service, stop drains and closes them all."""
 
     def __init__(self, loops: Sequence[LeaderLoop], *, name: str) -> None:
         self.name = name
         super().__init__()
         self.loops = list(loops)
-        self._loop_tasks: list[asyncio.Task[None]] = []
 
     async def on_start(self) -> None:
-        """Start one task per flow; each opens its lease and control publisher in the background."""
+        """Start every flow; each opens its lease and control publisher in the background."""
         for loop in self.loops:
-            self._loop_tasks.append(self.spawn(loop.run(), f"flow:{loop.flow.name}"))
+            await self.start_child(loop)
         if not self.loops:
             self.log.warning("nothing_to_do", reason="no flow needs this service")
-
-    async def before_cancel(self) -> None:
-        """Ask every loop to stop and give a running round a bounded time to finish."""
-        for loop in self.loops:
-            loop.request_stop()
-        if self._loop_tasks:
-            await asyncio.wait(self._loop_tasks, timeout=DRAIN_TIMEOUT_S)
-
-    async def on_stop(self) -> None:
-        """Final status, leave each lease, close publishers (reverse order of opening)."""
-        for loop in reversed(self.loops):
-            await loop.close()
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready once every flow's lease and publisher are up."""

@@ -1,7 +1,9 @@
-"""The lifecycle base every asyncio service uses: start, background tasks, periodic work, prompt stop.
+"""The lifecycle base every asyncio service and every unit inside one uses: start, background tasks, periodic
+work, child units, prompt stop.
 
 Invariants: `stop()` is idempotent; a background task that crashes stops the service and is reported
-by `crashed`, so the process exits non-zero; periodic work waits on the stop event, never sleeps blindly.
+by `crashed`, so the process exits non-zero; a child unit that crashes stops its parent the same way, at once;
+periodic work waits on the stop event, never sleeps blindly.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Service:
         self.log = structlog.get_logger(self.name)
         self._stop_requested = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._children: list[Service] = []
+        self._on_crash: Callable[[BaseException], None] | None = None  # the parent's, for a child unit
         self._started = False
         self._stopped = False
         self.crashed: BaseException | None = None
@@ -41,12 +45,19 @@ class Service:
         await self.on_start()
 
     async def stop(self) -> None:
-        """Stop background tasks, then let the subclass drain, commit and close. Safe to call twice."""
+        """Stop child units and background tasks, then let the subclass drain, commit and close. Safe to call twice.
+
+        Every child is asked to stop at once (so they drain side by side), then each is stopped, last started first.
+        """
         if self._stopped:
             return
         self._stopped = True
         self._stop_requested.set()
+        for child in self._children:
+            child.request_stop()
         await self.before_cancel()
+        for child in reversed(self._children):
+            await child.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -89,7 +100,25 @@ class Service:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    # -- background work -------------------------------------------------------------------------
+    # -- child units and background work ---------------------------------------------------------
+    async def start_child(self, child: Service) -> None:
+        """Start `child` as a part of this service: it stops when this service stops, and its crash stops this one."""
+        child._on_crash = self._child_crashed
+        self._children.append(child)
+        await child.start()
+
+    def _child_crashed(self, exc: BaseException) -> None:
+        self._crash(exc, "child_unit_crashed")
+
+    def _crash(self, exc: BaseException, what: str, **where: str) -> None:
+        if self.crashed is not None:
+            return
+        self.crashed = exc
+        self.log.error(what, error=repr(exc), exc_info=exc, **where)
+        self._stop_requested.set()
+        if self._on_crash is not None:
+            self._on_crash(exc)
+
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Run `coro` in the background; if it raises, the service stops and reports the crash."""
         task = asyncio.create_task(coro, name=f"{self.name}:{name}")
@@ -101,10 +130,8 @@ class Service:
         if task.cancelled():
             return
         exc = task.exception()
-        if exc is not None and self.crashed is None:
-            self.crashed = exc
-            self.log.error("background_task_crashed", task=task.get_name(), error=repr(exc), exc_info=exc)
-            self._stop_requested.set()
+        if exc is not None:
+            self._crash(exc, "background_task_crashed", task=task.get_name())
 
     def every(self, interval_s: Interval, work: Callable[[], Awaitable[None]], name: str) -> asyncio.Task[None]:
         """Run `work` now and then every `interval_s` (a number or a callable read each round).

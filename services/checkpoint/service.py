@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -14,35 +13,20 @@ from shared.config import MirrorMakerConfig
 from shared.leader_service import selected_flows
 from shared.service import Service
 
-DRAIN_TIMEOUT_S = 30.0
-
 
 class CheckpointService(Service):
-    """One FlowCheckpointer per flow, each a background task; a crashed one stops the process."""
+    """One FlowCheckpointer per flow, each a child unit: a crashed one stops the process at once."""
 
     name = "checkpoint"
 
     def __init__(self, flows: list[FlowCheckpointer]) -> None:
         super().__init__()
         self.flows = flows
-        self._flow_tasks: list[asyncio.Task[None]] = []
 
     async def on_start(self) -> None:
         """Start every flow; each opens its clients and lease in the background."""
         for flow in self.flows:
-            self._flow_tasks.append(self.spawn(flow.run(), f"flow:{flow.flow.name}"))
-
-    async def before_cancel(self) -> None:
-        """Let a running round finish (bounded) before the tasks are cancelled."""
-        for flow in self.flows:
-            flow.request_stop()
-        if self._flow_tasks:
-            await asyncio.wait(self._flow_tasks, timeout=DRAIN_TIMEOUT_S)
-
-    async def on_stop(self) -> None:
-        """Final status, leave leases, stop following, flush (reverse order of opening)."""
-        for flow in reversed(self.flows):
-            await flow.close()
+            await self.start_child(flow)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready once every flow has read its checkpoints and offset syncs to their ends."""

@@ -16,7 +16,6 @@ import structlog
 from shared.config import FlowConfig
 from shared.errors import KafkaOperationError
 from shared.filters import GroupFilter
-from shared.kafka.factories import confluent_admin
 from shared.kafka.group_offsets import GroupAdmin, GroupOffsets
 from shared.kafka.group_requests import GroupOffsetsClient, UnsupportedBatching
 
@@ -32,7 +31,7 @@ class SourceGroups:
         self._owns = owns
         self._refresh_enabled = flow.settings.refresh_groups_enabled
         self._refresh_interval_s = flow.settings.refresh_groups_interval_s
-        self._admin = GroupAdmin(flow.source, confluent_admin(flow.source_admin_props()), timeout_s=timeout_s)
+        self._admin = GroupAdmin.connect(flow.source, flow.source_admin_props(), timeout_s=timeout_s)
         self._offsets = GroupOffsetsClient(flow.source, flow.source_admin_props(), timeout_s=timeout_s)
         self._batched = True
         self._candidates: list[str] = []

@@ -11,9 +11,8 @@ from services.heartbeat.metrics import HeartbeatMetrics
 from shared.config import FlowConfig
 from shared.errors import StraitError
 from shared.flow_topics import FlowTopics
-from shared.kafka.factories import confluent_admin
 from shared.kafka.record_writer import RecordWriter
-from shared.kafka.topics import ensure_internal_topic_async
+from shared.kafka.topic_admin import TopicAdmin
 from shared.records import Heartbeat
 
 
@@ -36,9 +35,11 @@ class HeartbeatEmitter:
         """Create the topic and the producer if needed, then write one heartbeat and wait for its ack."""
         try:
             if self._writer is None:
-                admin = confluent_admin(self.pair.target_admin_props())
+                admin = TopicAdmin(
+                    self.cluster, self.pair.target_admin_props(), timeout_s=self.pair.settings.admin_timeout_ms / 1000
+                )
                 replication_factor = self.pair.settings.heartbeats_topic_replication_factor
-                await ensure_internal_topic_async(admin, self.topic, replication_factor=replication_factor)
+                await asyncio.to_thread(admin.ensure_internal_topic, self.topic, replication_factor=replication_factor)
                 self._writer = RecordWriter(self.cluster, self.pair.target_producer_props())
                 self.log.info("emitting_heartbeats", topic=self.topic, interval_s=self.interval_s)
             now_ms = int(time.time() * 1000)

@@ -12,7 +12,6 @@ from typing import Literal
 
 from services.offset_translator.errors import ConflictError
 from services.offset_translator.models import FailoverPartition, FailoverRequest, FailoverResult, GroupOffsets
-from shared.kafka.factories import confluent_admin
 from shared.kafka.group_members import GroupMembership
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin, GroupBusyError
 
@@ -54,7 +53,7 @@ class FailoverExecutor:
     def _admin(self, cluster: str) -> GroupAdmin:
         admin = self._admins.get(cluster)
         if admin is None:
-            admin = GroupAdmin(cluster, confluent_admin(self._admin_props[cluster]), timeout_s=self._timeout_s)
+            admin = GroupAdmin.connect(cluster, self._admin_props[cluster], timeout_s=self._timeout_s)
             self._admins[cluster] = admin
         return admin
 

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from shared.errors import KafkaOperationError
 from shared.kafka.cluster_errors import cluster_error, kafka_error_code
+from shared.kafka.factories import confluent_admin
 from shared.kafka.group_members import GroupMembership, describe_group
 
 # Requests issued before the first answer is awaited; bounds memory with very many groups.
@@ -68,6 +69,11 @@ class GroupAdmin:
         self.cluster = cluster
         self._admin = admin
         self._timeout_s = timeout_s
+
+    @classmethod
+    def connect(cls, cluster: str, props: Mapping[str, str], *, timeout_s: float) -> GroupAdmin:
+        """A GroupAdmin with its own admin client for `props` (connects on the first call)."""
+        return cls(cluster, confluent_admin(props), timeout_s=timeout_s)
 
     def membership(self, group: str) -> GroupMembership:
         """The group's state and member count on this cluster (one describe, retried within the timeout)."""

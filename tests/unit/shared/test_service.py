@@ -107,3 +107,45 @@ async def test_interval_may_be_a_callable(interval: float) -> None:
         async with asyncio.timeout(5):
             while seen < 3:
                 await asyncio.sleep(0.01)
+
+
+async def test_a_crashing_child_unit_stops_its_parent_at_once() -> None:
+    async def broken() -> None:
+        raise StraitError("offset syncs follower failed")
+
+    parent, child = Recorder(), Recorder()
+    await parent.start()
+    await parent.start_child(child)
+    child.spawn(broken(), "follower")
+    async with asyncio.timeout(5):
+        await parent.run_until_stopped()
+    assert isinstance(parent.crashed, StraitError)
+    assert parent.liveness()[0] is False
+    await parent.stop()
+    assert child.events == ["start", "drain", "close"]
+
+
+async def test_stop_drains_every_child_together_then_closes_them_last_started_first() -> None:
+    closed: list[str] = []
+
+    class Unit(Recorder):
+        def __init__(self, label: str) -> None:
+            super().__init__()
+            self.label = label
+            self.asked_while_draining: list[bool] = []
+
+        async def before_cancel(self) -> None:
+            self.asked_while_draining.append(all(unit.stopping for unit in units))
+
+        async def on_stop(self) -> None:
+            closed.append(self.label)
+
+    units = [Unit("first"), Unit("second")]
+    parent = Recorder()
+    await parent.start()
+    for unit in units:
+        await parent.start_child(unit)
+    await parent.stop()
+    assert closed == ["second", "first"]
+    assert [unit.asked_while_draining for unit in units] == [[True], [True]]
+    assert parent.events == ["start", "drain", "close"]
