@@ -283,3 +283,13 @@ def should_replicate_topic(
         heartbeats_replication_enabled and policy.is_heartbeats_topic(topic)
     )
     return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, target_alias)
+
+
+def mm2_connect_offsets_topic(source_alias: str) -> str:
+    """Where dedicated-mode MM2 keeps its copy positions for flows from `source_alias` (on the target cluster)."""
+    return f"mm2-offsets.{source_alias}.internal"
+
+
+def mm2_worker_group(source_alias: str) -> str:
+    """The Connect worker group of dedicated-mode MM2 for flows from `source_alias` (on the target cluster)."""
+    return f"{source_alias}-mm2"

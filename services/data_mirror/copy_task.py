@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from services.data_mirror.partition_copy import Clock, PartitionCopy, refuses_record
-from services.data_mirror.progress import Progress, ProgressKey, encode_progress
 from services.data_mirror.record_size import record_size, surely_fits
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients, connect
@@ -27,6 +26,7 @@ from services.data_mirror.task_secrets import with_secrets
 from services.data_mirror.work import TaskResult, TaskSpec
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
+from shared.records.progress import Progress, ProgressKey, encode_progress
 
 if TYPE_CHECKING:
     from pyspark import Broadcast

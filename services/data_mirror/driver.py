@@ -21,7 +21,6 @@ from services.data_mirror.control_link import ControlLink
 from services.data_mirror.flow_runtime import FlowRuntime
 from services.data_mirror.metrics import MirrorMetrics
 from services.data_mirror.plan import PartitionState, assign_slots
-from services.data_mirror.progress import Progress
 from services.data_mirror.progress_follower import ProgressFollower
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
@@ -32,6 +31,7 @@ from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
 from shared.daemon_executor import DaemonThreadExecutor
 from shared.errors import StraitError
+from shared.records.progress import Progress
 
 if TYPE_CHECKING:
     from pyspark import Broadcast

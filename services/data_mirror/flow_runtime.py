@@ -10,7 +10,6 @@ import structlog
 
 from services.data_mirror.discovery import LIST_TIMEOUT_S, MirroredTopic, discover
 from services.data_mirror.plan import FlowClients, PartitionState
-from services.data_mirror.progress_store import load_progress
 from services.data_mirror.task_secrets import SecretVault
 from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
@@ -18,6 +17,7 @@ from shared.control.topic_names import mirror_transactional_id
 from shared.flow_topics import FlowTopics
 from shared.kafka.topic_admin import TopicAdmin
 from shared.kafka.transactions import fence_transactional_ids
+from shared.progress_store import load_progress
 
 _log = structlog.get_logger(__name__)
 DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default

@@ -12,10 +12,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from services.data_mirror.progress import CopyReport
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.work import PartitionWork
 from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.records.progress import CopyReport
 
 
 @dataclass

@@ -14,13 +14,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from services.data_mirror.progress import Progress
-from services.data_mirror.progress_store import load_progress
 from services.data_mirror.work import TaskSpec
 from shared.control import MirrorHandover, decode_event
 from shared.control.topic_names import CONTROL_READER_GROUP, mirror_source_group
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.progress_store import load_progress
+from shared.records.progress import Progress
 
 LOOKUP_TIMEOUT_S = 15
 INIT_TIMEOUT_S = 60

@@ -12,6 +12,24 @@ from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_consumer
 
 
+def partition_watermarks(
+    props: Mapping[str, str], partitions: Mapping[str, int], *, timeout_s: float = 10
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (log start offset, end offset) for partitions 0..count-1 of each topic."""
+    consumer = confluent_consumer(props, **{"group.id": "strait-end-offsets", "enable.auto.commit": False})
+    try:
+        marks: dict[tuple[str, int], tuple[int, int]] = {}
+        for topic, count in partitions.items():
+            for partition in range(count):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+                marks[(topic, partition)] = (int(low), int(high))
+        return marks
+    except KafkaException as exc:
+        raise translate_kafka_error(exc, operation="list offsets", resource=",".join(partitions)) from exc
+    finally:
+        consumer.close()
+
+
 def topic_end_offsets(
     props: Mapping[str, str], topics: Sequence[str], *, timeout_s: float = 10
 ) -> dict[str, int | None]:

@@ -63,6 +63,27 @@ def read_to_end(
         consumer.close()
 
 
+def read_all_partitions(
+    props: Mapping[str, str], topic: str, *, timeout_s: float = 30
+) -> dict[int, list[FollowedRecord]]:
+    """partition -> every record up to its end offset at call time, for each partition; empty if no such topic."""
+    consumer = _reader(props)
+    try:
+        found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if found is None or found.error is not None:
+            return {}
+        deadline = time.monotonic() + timeout_s
+        records: dict[int, list[FollowedRecord]] = {}
+        for partition in sorted(found.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            records[partition] = list(_read_range(consumer, topic, partition, low, high, deadline))
+        return records
+    except KafkaException as exc:
+        raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
+    finally:
+        consumer.close()
+
+
 def last_record(
     props: Mapping[str, str], topic: str, *, partition: int = 0, timeout_s: float = 30
 ) -> FollowedRecord | None:

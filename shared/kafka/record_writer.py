@@ -24,9 +24,12 @@ class RecordWriter:
         self._producer = confluent_producer(props, **settings)
 
     def write(
-        self, topic: str, records: Sequence[RawRecord], *, partition: int = 0, timeout_s: float = 30
+        self, topic: str, records: Sequence[RawRecord], *, partition: int | None = 0, timeout_s: float = 30
     ) -> list[int]:
-        """Produce `records` (key, value) in order; return the offset each got. Raises KafkaOperationError."""
+        """Produce `records` (key, value) in order; return the offset each got. Raises KafkaOperationError.
+
+        `partition=None` lets the producer's partitioner choose by key (set `partitioner` to match another writer).
+        """
         offsets = [-1] * len(records)
         failures: list[KafkaError] = []
 
@@ -42,9 +45,12 @@ class RecordWriter:
         for index, (key, value) in enumerate(records):
             while True:
                 try:
-                    self._producer.produce(
-                        topic, value=value, key=key, partition=partition, on_delivery=delivered(index)
-                    )
+                    if partition is None:
+                        self._producer.produce(topic, value=value, key=key, on_delivery=delivered(index))
+                    else:
+                        self._producer.produce(
+                            topic, value=value, key=key, partition=partition, on_delivery=delivered(index)
+                        )
                     break
                 except BufferError:
                     self._producer.poll(0.1)  # the local queue is full: let deliveries drain it

@@ -21,6 +21,7 @@ LONGEST_FIRST = (
     "test_faults_topics.py",
     "test_data_mirror.py",
     "test_fault_source_outage.py",
+    "test_migrate_mm2.py",
     "test_offset_translator.py",
     "test_security.py",
     "test_bad_configs.py",

@@ -24,8 +24,6 @@ from confluent_kafka import TopicPartition
 from structlog.testing import capture_logs
 
 from services.data_mirror.control_link import ControlLink
-from services.data_mirror.progress import ProgressKey, encode_progress
-from services.data_mirror.progress_store import load_progress
 from shared.control import CONTROL_TOPIC, STATUS_TOPIC, RemoteTopic, ServiceStatus, TopicsChanged, encode_event
 from shared.control.channel import follow_events
 from shared.control.codec import Event
@@ -37,7 +35,9 @@ from shared.kafka.read import read_to_end
 from shared.kafka.topics import ensure_internal_topic
 from shared.localkafka import KafkaCluster
 from shared.localkafka.cluster import free_port
+from shared.progress_store import load_progress
 from shared.records import Checkpoint, Heartbeat
+from shared.records.progress import ProgressKey, encode_progress
 from tests.support.kafka_io import make_topic, produce
 from tests.support.mirror_sim import MirrorSimulation
 from tests.support.mm2_config import write_mm2_config

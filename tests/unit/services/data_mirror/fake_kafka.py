@@ -13,8 +13,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from services.data_mirror.progress import Progress, ProgressKey, decode_progress_record
 from services.data_mirror.task_clients import TaskClients
+from shared.records.progress import Progress, ProgressKey, decode_progress_record
 
 
 @dataclass

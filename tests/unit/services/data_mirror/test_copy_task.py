@@ -9,9 +9,9 @@ from collections.abc import Callable
 from confluent_kafka import KafkaError
 
 from services.data_mirror.copy_task import CopyTask
-from services.data_mirror.progress import decode_progress_record
 from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.records import OffsetSync
+from shared.records.progress import decode_progress_record
 from tests.unit.services.data_mirror.fake_kafka import (
     FakeCluster,
     FakeMessage,

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 
 import structlog
 
-from services.data_mirror.progress import Progress, ProgressKey, decode_progress_record
 from shared.control.topic_names import PROGRESS_READER_GROUP
 from shared.errors import CodecError, KafkaOperationError
 from shared.kafka.partition_reader import PartitionReader
+from shared.records.progress import Progress, ProgressKey, decode_progress_record
 
 _log = structlog.get_logger(__name__)
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from services.data_mirror.progress import (
+from shared.errors import CodecError
+from shared.records.progress import (
     CopyReport,
     Progress,
     ProgressKey,
@@ -14,7 +15,6 @@ from services.data_mirror.progress import (
     decode_progress_record,
     encode_progress,
 )
-from shared.errors import CodecError
 
 
 def test_key_and_value_round_trip() -> None:
