@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -83,33 +84,31 @@ def _run(
             raise CliError(f"{direction} refused, nothing written: {problems[0]} ({len(problems)} problem(s) in all)")
 
 
+SUMMARIES: dict[Direction, str] = {
+    "from-mm2": "With MM2 stopped, write its copy positions as Strait's progress: data-mirror resumes where MM2 ended.",
+    "to-mm2": "With data-mirror stopped, write Strait's progress as MM2's positions: MM2 resumes where Strait ended.",
+}
+
+
+def _command(direction: Direction) -> Callable[..., None]:
+    def command(
+        config: ConfigArg,
+        flows: FlowsOption = "",
+        dry_run: DryRunOption = False,
+        as_json: JsonFlag = False,
+        settle_s: SettleOption = 3.0,
+        mm2_group: GroupOption = None,
+        mm2_offsets_topic: TopicOption = None,
+    ) -> None:
+        _run(direction, config, flows, dry_run, as_json, settle_s, mm2_group, mm2_offsets_topic)
+
+    command.__doc__ = SUMMARIES[direction]  # typer's help text
+    return command
+
+
 def register(app: typer.Typer) -> None:
     """Add `migrate from-mm2` and `migrate to-mm2` to the `strait` command."""
     migrate_app = typer.Typer(no_args_is_help=True, help="Hand copy positions over between MM2 and Strait, in place.")
     app.add_typer(migrate_app, name="migrate")
-
-    @migrate_app.command("from-mm2")
-    def from_mm2(
-        config: ConfigArg,
-        flows: FlowsOption = "",
-        dry_run: DryRunOption = False,
-        as_json: JsonFlag = False,
-        settle_s: SettleOption = 3.0,
-        mm2_group: GroupOption = None,
-        mm2_offsets_topic: TopicOption = None,
-    ) -> None:
-        """With MM2 stopped, write its copy positions as Strait's progress: data-mirror resumes at the next record."""
-        _run("from-mm2", config, flows, dry_run, as_json, settle_s, mm2_group, mm2_offsets_topic)
-
-    @migrate_app.command("to-mm2")
-    def to_mm2(
-        config: ConfigArg,
-        flows: FlowsOption = "",
-        dry_run: DryRunOption = False,
-        as_json: JsonFlag = False,
-        settle_s: SettleOption = 3.0,
-        mm2_group: GroupOption = None,
-        mm2_offsets_topic: TopicOption = None,
-    ) -> None:
-        """With data-mirror stopped, write Strait's progress as MM2's copy positions: MM2 resumes at the next record."""
-        _run("to-mm2", config, flows, dry_run, as_json, settle_s, mm2_group, mm2_offsets_topic)
+    for direction in SUMMARIES:
+        migrate_app.command(direction)(_command(direction))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from services.cli.migration.plan import PartitionState, plan_flow, plan_partition
 from services.cli.migration.positions import FlowPositions
 
@@ -63,3 +67,23 @@ def test_positions_put_the_stopping_tool_first() -> None:
     )
     assert positions.states("from-mm2") == [PartitionState("orders", 0, 0, 9, 7, 5)]
     assert positions.states("to-mm2") == [PartitionState("orders", 0, 0, 9, 5, 7)]
+
+
+def test_a_bad_config_or_flow_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text("clusters=A,B\nA.bootstrap.servers=127.0.0.1:1\nB.bootstrap.servers=127.0.0.1:2\n")
+    for args, expected in (
+        (["--config", str(tmp_path / "missing.properties")], "missing.properties"),
+        (["--config", str(config)], "no enabled flow in the config"),
+        (["--config", str(config), "--flows", "A->C"], "'C'"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "services.cli", "migrate", "from-mm2", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert expected in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
