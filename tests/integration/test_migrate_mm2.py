@@ -2,7 +2,8 @@
 
 MM2 runs in dedicated mode from the pinned Kafka jars, on the same clusters and the same properties file as
 Strait. Every record produced is a sequence number, so the remote topic tells exactly what was lost or copied
-twice across both switches.
+twice: nothing across two clean switches (MM2 -> Strait -> MM2), and after MM2 is killed with SIGKILL and Strait
+takes over, exactly the records MM2 copied but had not committed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from shared.kafka.end_offsets import topic_end_offsets
+from shared.kafka.end_offsets import partition_watermarks, topic_end_offsets
 from shared.kafka.factories import confluent_producer
 from shared.kafka.read import read_all_partitions
 from shared.localkafka import KafkaCluster
@@ -63,7 +64,7 @@ class SteadyLoad(threading.Thread):
 def strait_migrate(*args: str) -> tuple[int, list[dict[str, Any]], str]:
     """Run `strait migrate ... --json` as a user would: (exit code, per-flow results, stderr)."""
     done = subprocess.run(
-        [sys.executable, "-m", "services.cli", "migrate", *args, "--json", "--settle-s", "2"],
+        [sys.executable, "-m", "services.cli", "migrate", *args, "--json", "--settle-s", "1"],
         capture_output=True,
         text=True,
         timeout=180,
@@ -84,6 +85,12 @@ def remote_count(props: Mapping[str, str], topic: str) -> int:
     return topic_end_offsets(props, [topic])[topic] or 0
 
 
+def partition_ends(props: Mapping[str, str], topic: str) -> dict[int, int]:
+    """Each partition's end offset: the records copied into it so far (the remote topic starts at 0)."""
+    marks = partition_watermarks(props, {topic: PARTITIONS})
+    return {partition: high for (_, partition), (_, high) in marks.items()}
+
+
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -91,7 +98,7 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 120)
         time.sleep(0.5)
 
 
-def test_switching_from_mm2_to_strait_and_back_copies_every_record_exactly_once(
+def test_switching_between_mm2_and_strait_loses_nothing_and_copies_again_only_what_a_killed_mm2_left(
     cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
 ) -> None:
     a_props, b_props = cluster_a.client_properties(), cluster_b.client_properties()
@@ -157,14 +164,38 @@ def test_switching_from_mm2_to_strait_and_back_copies_every_record_exactly_once(
     mm2 = MirrorMakerProcess(config, log_path=logs / "mm2-again.log", clusters=[TARGET]).start()
     try:
         wait_until(lambda: remote_count(b_props, remote) > handed_to_mm2 + 1500, "MM2 resumed", timeout_s=180)
-        produced = load.finish()
-        wait_until(lambda: remote_count(b_props, remote) >= produced, f"all {produced} records mirrored", 180)
-        time.sleep(3)  # anything copied twice would arrive now
+        code, results, stderr = strait_migrate("from-mm2", "--config", str(config), "--dry-run")
+        assert code == 1, "a dry run refuses too while MM2 runs"
     finally:
-        mm2.stop()
+        mm2.kill()  # a crash: MM2's stored positions trail what it copied by up to its commit interval
+    time.sleep(2)  # requests the killed JVM had sent are written by now
+    copied_by_mm2 = partition_ends(b_props, remote)
+
+    # The killed worker stays in its group until the group's session times out: until then MM2 counts as running.
+    deadline = time.monotonic() + 90
+    while (done := strait_migrate("from-mm2", "--config", str(config)))[0] != 0 and time.monotonic() < deadline:
+        assert "MM2 is still running" in done[2], done[2]
+        time.sleep(2)
+    code, results, stderr = done
+    assert code == 0, stderr
+    assert_handed_over(results, topic)
+    resumed_at = {row["partition"]: row["mm2_next_offset"] for row in results[0]["partitions"] if row["topic"] == topic}
+    uncommitted_window = sum(copied_by_mm2[p] - resumed_at[p] for p in range(PARTITIONS))
+
+    data_mirror = ServiceProcess("data_mirror", config, logs).start()
+    try:
+        produced = load.finish()
+        expected = produced + uncommitted_window
+        wait_until(lambda: remote_count(b_props, remote) >= expected, f"all {produced} records mirrored", 180)
+        time.sleep(3)  # anything else copied twice would arrive now
+    finally:
+        assert data_mirror.stop() == 0, data_mirror.tail()
 
     numbers = Counter(int(record.value or b"-1") for record in read_to_end(b_props, remote))
-    copied_twice = sorted(number for number, seen in numbers.items() if seen > 1)
+    copied_twice = sum(seen - 1 for seen in numbers.values() if seen > 1)
     lost = sorted(set(range(produced)) - set(numbers))
-    assert (lost[:10], copied_twice[:10]) == ([], []), f"{len(lost)} lost, {len(copied_twice)} copied twice"
-    assert sum(numbers.values()) == produced
+    print(f"\nMM2 killed: {uncommitted_window} records copied but not committed by MM2, {copied_twice} copied twice")
+    assert lost[:10] == [], f"{len(lost)} lost"
+    # Clean switches copy nothing twice; after the kill exactly MM2's uncommitted records are copied again.
+    assert copied_twice == uncommitted_window
+    assert sum(numbers.values()) == produced + uncommitted_window
