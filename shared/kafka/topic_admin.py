@@ -87,17 +87,24 @@ class TopicAdmin:
     def __init__(self, alias: str, props: Mapping[str, str], *, timeout_s: float) -> None:
         self.alias = alias
         self._timeout_s = timeout_s
+        self._props = dict(props)
         self._admin = confluent_admin(props)
 
     def _error(self, exc: BaseException, operation: str, resource: str = "") -> StraitError:
         return cluster_error(exc, cluster=self.alias, operation=operation, resource=resource)
 
+    def _metadata(self) -> Any:
+        """One metadata request. A failed one replaces the client: one whose brokers went silent (frozen, cut off)
+        can keep failing with "Broker transport failure" for minutes after they answer again."""
+        try:
+            return self._admin.list_topics(timeout=self._timeout_s)
+        except Exception as exc:  # KafkaException: broker unreachable, authorization, timeout
+            self._admin = confluent_admin(self._props)
+            raise self._error(exc, "list topics") from exc
+
     def list_topics(self) -> dict[str, TopicInfo]:
         """Every topic this principal may see, with its partition count (one metadata request)."""
-        try:
-            metadata = self._admin.list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise self._error(exc, "list topics") from exc
+        metadata = self._metadata()
         topics: dict[str, TopicInfo] = {}
         for name, topic in metadata.topics.items():
             if topic.error is not None and topic.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
@@ -112,10 +119,7 @@ class TopicAdmin:
 
         Unlike `list_topics`, a topic one of whose partitions has no leader right now is still counted.
         """
-        try:
-            metadata = self._admin.list_topics(timeout=self._timeout_s)
-        except Exception as exc:  # KafkaException: broker unreachable, authorization, timeout
-            raise self._error(exc, "list topics") from exc
+        metadata = self._metadata()
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
     def topic_ids(self, topics: Sequence[str]) -> dict[str, str]:
