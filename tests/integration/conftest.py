@@ -13,25 +13,25 @@ from shared.localspark import SparkStandaloneCluster
 MIRROR_USER = SaslUser("mirror", "mirror-secret-pw")
 
 
-# The longest files first (their serial seconds in a clean-clone run: 240, 190, 155, 110, ...), then the other
-# integration files, then the unit tests: with files spread over xdist workers (scripts/test runs
-# `-n 2 --dist loadfile`), the long ones never start last and leave one worker running alone.
+# The longest files first (estimated from a clean-clone run's slowest tests), then the other integration files,
+# then the unit tests: with files spread over xdist workers (scripts/test runs `-n 2 --dist loadfile
+# --no-loadscope-reorder`, which keeps this order), the long ones never start last and leave one worker alone.
 LONGEST_FIRST = (
+    "test_data_mirror.py",
     "test_faults_brokers.py",
     "test_faults_topics.py",
-    "test_data_mirror.py",
-    "test_fault_source_outage.py",
     "test_migrate_mm2.py",
+    "test_fault_source_outage.py",
     "test_offset_translator.py",
     "test_security.py",
-    "test_bad_configs.py",
-    "test_demo.py",
     "test_checkpoint.py",
+    "test_demo.py",
     "test_faults_services.py",
+    "test_bad_configs.py",
     "test_end_to_end_failover.py",
-    "test_stop_with_brokers_gone.py",
     "test_spark_standalone.py",
     "test_heartbeat_with_mirror.py",
+    "test_stop_with_brokers_gone.py",
 )
 
 
