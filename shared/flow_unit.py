@@ -11,7 +11,6 @@ tasks stops the parent service at once (shared/service.py).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import structlog
 
@@ -136,7 +135,3 @@ class FlowUnit(Service):
     def unreachable(self) -> list[str]:
         """Why the flow's clusters do not answer, once open (a round may still wait for its timeout)."""
         return self.watch.errors([self.flow.source, self.flow.target]) if self.opened else []
-
-    def readiness_details(self) -> dict[str, Any]:
-        """What the parent service shows about this unit in its readiness answer; override."""
-        return {}

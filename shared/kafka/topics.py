@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException
@@ -48,8 +47,3 @@ def ensure_internal_topics_on(props: Mapping[str, str], names: Sequence[str], *,
     admin = confluent_admin(props)
     for name in names:
         ensure_internal_topic(admin, name, replication_factor=replication_factor)
-
-
-async def ensure_internal_topic_async(admin: AdminClient, name: str, *, replication_factor: int = -1) -> bool:
-    """`ensure_internal_topic` off the event loop."""
-    return await asyncio.to_thread(ensure_internal_topic, admin, name, replication_factor=replication_factor)
