@@ -115,7 +115,9 @@ def test_a_handover_request_names_the_flow_and_its_tasks() -> None:
     link, _, writer = _link()
     link.request_handover("A->B", [(0, 3), (1, 4)])
     [(key, value)] = writer.written[CONTROL_TOPIC]
-    assert decode_event(value) == MirrorHandover(flow="A->B", tasks=((0, 3), (1, 4)))
+    event = decode_event(value)
+    assert isinstance(event, MirrorHandover)
+    assert (event.flow, event.tasks) == ("A->B", ((0, 3), (1, 4)))
     assert key == b"mirror-handover:A->B"
 
 
