@@ -98,7 +98,7 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if service is not None:
             await service.start()
-            _log.info("service_started", instance=settings.instance_id, flows=[f.name for f in flows])
+            _log.info("feeds_started", instance=settings.instance_id, flows=[f.name for f in flows])
         try:
             yield
         finally:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import structlog
 import uvicorn
@@ -21,12 +22,22 @@ EXIT_CRASHED = 1
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: `serve` installs ours on the loop instead."""
+    """uvicorn without its own signal handling (`serve` installs ours on the loop instead), saying
+    `service_started` only once it accepts connections (the app's startup runs before the port is bound)."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_started = on_started
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         # uvicorn would re-raise SIGTERM after shutting down, killing the process before the summary line.
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self._on_started()
 
 
 async def serve(app: FastAPI, settings: TranslatorSettings, prog: str) -> int:
@@ -41,7 +52,8 @@ async def serve(app: FastAPI, settings: TranslatorSettings, prog: str) -> int:
             lifespan="on",
             access_log=False,
             timeout_graceful_shutdown=10,
-        )
+        ),
+        lambda: log.info("service_started", instance=settings.instance_id, host=settings.host, port=settings.port),
     )
     loop = asyncio.get_running_loop()
     use_daemon_threads(loop)
