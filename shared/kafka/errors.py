@@ -17,6 +17,19 @@ _AUTHORIZATION_CODES = frozenset(
     }
 )
 
+# Retriable by the Kafka protocol, but librdkafka marks errors it builds from per-group and per-partition results of
+# admin calls as not retriable whatever their code.
+_RETRIABLE_CODES = frozenset(
+    {
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+    }
+)
+
 
 def translate_kafka_error(exc: BaseException, *, operation: str, resource: str = "") -> KafkaOperationError:
     """A KafkaOperationError (or AuthorizationError) describing `exc`; raise it `from exc`."""
@@ -26,7 +39,8 @@ def translate_kafka_error(exc: BaseException, *, operation: str, resource: str =
         message = f"{operation}{where} failed: {error.name()}: {error.str()}"
         if error.code() in _AUTHORIZATION_CODES:
             return AuthorizationError(message, operation=operation, resource=resource)
-        return KafkaOperationError(message, operation=operation, retriable=bool(error.retriable()))
+        retriable = bool(error.retriable()) or error.code() in _RETRIABLE_CODES
+        return KafkaOperationError(message, operation=operation, retriable=retriable)
     code = getattr(exc, "errno", None)
     name = type(exc).__name__
     if "Authorization" in name or "Authentication" in name:
