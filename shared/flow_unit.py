@@ -125,12 +125,15 @@ class FlowUnit(Service):
         self.opened = False
 
     # -- waiting ---------------------------------------------------------------------------------
-    async def wait_round(self, timeout_s: float, *, lease_moved: bool = False) -> None:
-        """Sleep up to `timeout_s`, waking early on stop or when the lease changes (`lease_moved`: it already did)."""
+    async def wait_round(
+        self, timeout_s: float, *, lease_moved: bool = False, also: asyncio.Event | None = None
+    ) -> None:
+        """Sleep up to `timeout_s`, waking early on stop, when the lease changes (`lease_moved`: it already did),
+        or when `also` is set."""
         self.lease.changed.clear()
-        if self.stopping or lease_moved or timeout_s <= 0:
+        if self.stopping or lease_moved or timeout_s <= 0 or (also is not None and also.is_set()):
             return
-        await self.lease.wait_change(self._stop_requested, timeout_s)
+        await self.lease.wait_change(self._stop_requested, timeout_s, *(() if also is None else (also,)))
 
     def unreachable(self) -> list[str]:
         """Why the flow's clusters do not answer, once open (a round may still wait for its timeout)."""

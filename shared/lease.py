@@ -65,9 +65,10 @@ class ShardLease:
         """True if the shard of `key` (stable hash) is owned here."""
         return stable_shard(key, self.shards) in self.owned
 
-    async def wait_change(self, stop: asyncio.Event, timeout_s: float) -> None:
-        """Sleep up to `timeout_s`, waking early when `stop` is set or the owned shards change."""
-        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.changed.wait())]
+    async def wait_change(self, stop: asyncio.Event, timeout_s: float, *also: asyncio.Event) -> None:
+        """Sleep up to `timeout_s`, waking early when `stop` or one of `also` is set or the owned shards change."""
+        events = (stop, self.changed, *also)
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
         try:
             await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finally:

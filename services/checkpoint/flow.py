@@ -3,7 +3,14 @@
 Order at start, as MM2: the checkpoints topic is read to its end (the last checkpoint of every group, so
 nothing is ever emitted behind it), then the offset-syncs topic is read to its end, and only then does
 translation start. Both topics are followed afterwards, so checkpoints that other instances write are
-seen when a shard moves here. Groups are split over instances by `stable_shard` and a ShardLease.
+seen when a shard moves here.
+
+The groups' committed offsets come from the source's `__consumer_offsets`, followed as a stream (commit_stream.py):
+a commit is checkpointed within `strait.checkpoints.coalesce.ms`, and every `emit.checkpoints.interval.seconds` all
+known groups are translated again (new offset syncs can make an idle group's checkpoint exact). Where that topic
+cannot be read, checkpoint polls every group's offsets each interval, as MM2 does (`strait.checkpoints.source`:
+auto falls back with a warning, stream insists, poll never streams). Groups are split over instances by a
+ShardLease: by `stable_shard` when polling, by their `__consumer_offsets` partition when streaming.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import time
 from collections.abc import Awaitable, Sequence
 
 from services.checkpoint.checkpoint_table import CheckpointTable
+from services.checkpoint.commit_stream import CONSUMER_OFFSETS_TOPIC, StreamedSourceGroups
 from services.checkpoint.metrics import CheckpointMetrics
 from services.checkpoint.offset_syncer import GroupOffsetSyncer
 from services.checkpoint.rules import CheckpointRules
@@ -23,12 +31,12 @@ from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
 from shared.control.status_reporter import State
-from shared.errors import StraitError
+from shared.errors import AuthorizationError, StraitError
 from shared.filters import DefaultGroupFilter
 from shared.flow_topics import FlowTopics
 from shared.flow_unit import FlowUnit
 from shared.kafka.follow import FollowedRecord, TopicFollower
-from shared.kafka.group_offsets import GroupAdmin
+from shared.kafka.group_offsets import GroupAdmin, GroupOffsets
 from shared.kafka.group_requests import GroupOffsetsClient
 from shared.kafka.record_writer import RecordWriter
 from shared.kafka.topic_admin import TopicAdmin
@@ -37,6 +45,8 @@ from shared.offset_sync_store import OffsetSyncStore
 from shared.records.reading import decoded
 
 SERVICE = "checkpoint"
+GroupSource = SourceGroups | StreamedSourceGroups
+YIELD_EVERY_GROUPS = 200  # a round hands the event loop back this often, so 10,000 groups never hold it
 
 
 class FlowCheckpointer(FlowUnit):
@@ -78,11 +88,14 @@ class FlowCheckpointer(FlowUnit):
         self._replication_factor = replication_factor
         self._timeout_s = self._settings.admin_timeout_ms / 1000
         self._target_admin: TopicAdmin | None = None
+        self._source_admin: TopicAdmin | None = None
         self.status = FlowStatusReporter(self, settings.instance_id, publisher)
         self._checkpoints_follower = TopicFollower(
             flow.target_consumer_props(), self.checkpoints_topic, self.table.handle_records
         )
-        self._source: SourceGroups | None = None
+        self._source: GroupSource | None = None
+        self._stream_task: asyncio.Task[None] | None = None
+        self._stream_probe_at: float | None = None  # when to look for `__consumer_offsets` again (not there yet)
         self._writer: RecordWriter | None = None
         self.syncer: GroupOffsetSyncer | None = None
         self.relevant_groups: list[str] = []
@@ -102,6 +115,11 @@ class FlowCheckpointer(FlowUnit):
         """True once the checkpoints and the offset syncs were read to their ends."""
         return self.store is not None and self.store.read_to_end
 
+    @property
+    def streaming(self) -> bool:
+        """Group offsets come from the source's `__consumer_offsets` stream (else from polling)."""
+        return isinstance(self._source, StreamedSourceGroups)
+
     # -- lifecycle -------------------------------------------------------------------------------
     async def on_start(self) -> None:
         """Open and run in the background, unless checkpoints are turned off for the flow."""
@@ -120,7 +138,7 @@ class FlowCheckpointer(FlowUnit):
             replication_factor=self._replication_factor,
         )
         await self.lease.start()
-        self._source = SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
+        self._source = await self._open_source()
         self._writer = RecordWriter(self.flow.target, self.flow.target_producer_props())
         if self._settings.sync_group_offsets_enabled:
             self.syncer = GroupOffsetSyncer(
@@ -141,22 +159,33 @@ class FlowCheckpointer(FlowUnit):
     async def run_opened(self) -> None:
         """Translate and emit while this instance owns shards, until stopping; a follower's crash stops it."""
         self.spawn(self._checkpoints_follower.run(), "checkpoints")
-        next_emit = next_sync = 0.0
+        next_emit = next_sync = next_changed = 0.0
+        coalesce_s = self._settings.checkpoints_coalesce_ms / 1000
         owned: frozenset[int] = frozenset()
         while not self.stopping:
             error_before = self.last_error
             if self.store is None and self._checkpoints_follower.caught_up:
                 self._start_reading_syncs()
+            await self._check_stream()
+            source = self._source
             if self.lease.owned != owned:
                 owned = self.lease.owned
-                if self._source is not None:
-                    self._source.refresh_soon()  # newly owned groups are only found by a full listing
+                if isinstance(source, SourceGroups):
+                    source.refresh_soon()  # newly owned groups are only found by a full listing
                 self._metrics.owned_shards.labels(self.flow.name).set(len(owned))
-            active = self.translating and bool(owned)
+            if isinstance(source, StreamedSourceGroups):
+                source.follow_owned()
+            # A stream read halfway holds older commits: checkpoints wait until it caught up, never going back.
+            stream = source if isinstance(source, StreamedSourceGroups) else None
+            active = self.translating and bool(owned) and (stream is None or stream.caught_up)
             if active and time.monotonic() >= next_emit:
                 started = time.monotonic()
                 await self._guarded("checkpoint round", self._emit_round())
                 next_emit = started + self._settings.emit_checkpoints_interval_s
+            elif active and stream is not None and stream.changed.is_set() and time.monotonic() >= next_changed:
+                started = time.monotonic()
+                await self._guarded("checkpoint round", self._emit_round(changed_only=True))
+                next_changed = started + coalesce_s
             if active and self.syncer is not None and time.monotonic() >= next_sync:
                 started = time.monotonic()
                 await self._guarded("group offset sync", self._sync_round())
@@ -164,13 +193,90 @@ class FlowCheckpointer(FlowUnit):
             if self.last_error != error_before:
                 await self.publish_status()  # failing or recovered: say so now
             wake = [time.monotonic() + self._status_interval_s]
+            commits: asyncio.Event | None = None
             if active:
                 wake.append(next_emit)
                 if self.syncer is not None:
                     wake.append(next_sync)
+                if stream is not None:
+                    if stream.changed.is_set():
+                        wake.append(next_changed)  # gather a group's commits for the coalescing window
+                    else:
+                        commits = stream.changed
             else:
                 wake.append(time.monotonic() + 0.5)  # until the topics are read: look again soon
-            await self.wait_round(min(wake) - time.monotonic(), lease_moved=self.lease.owned != owned)
+            await self.wait_round(min(wake) - time.monotonic(), lease_moved=self.lease.owned != owned, also=commits)
+
+    # -- where group offsets come from ----------------------------------------------------------
+    async def _open_source(self) -> GroupSource:
+        """The commit stream unless the flow says poll or the source's `__consumer_offsets` cannot be read."""
+        mode = self._settings.checkpoints_source
+        if mode != "poll":
+            partitions = await self._consumer_offsets_partitions()
+            if partitions is not None:
+                return self._streamed_source(partitions)
+        return SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
+
+    async def _consumer_offsets_partitions(self) -> int | None:
+        """The partition count of the source's `__consumer_offsets`; None to poll instead (said in the log)."""
+        if self._source_admin is None:
+            self._source_admin = TopicAdmin(self.flow.source, self.flow.source_admin_props(), timeout_s=self._timeout_s)
+        try:
+            partitions = await asyncio.to_thread(self._source_admin.partition_count, CONSUMER_OFFSETS_TOPIC)
+        except AuthorizationError as exc:
+            if self._settings.checkpoints_source == "stream":
+                raise  # the flow fails to open, saying what is not allowed, until it is
+            self._warn_polling(exc, "DESCRIBE")
+            return None
+        if partitions is None:  # no group ever committed on the source: nothing to stream yet
+            self.log.info("consumer_offsets_missing_polling_until_it_exists", cluster=self.flow.source)
+            self._stream_probe_at = time.monotonic() + max(1, self._settings.refresh_groups_interval_s)
+        else:
+            self._stream_probe_at = None
+        return partitions
+
+    def _streamed_source(self, partitions: int) -> StreamedSourceGroups:
+        source = StreamedSourceGroups(
+            self.flow,
+            self._group_filter.should_replicate_group,
+            partitions,
+            lambda: self.lease.owned,
+            self.lease.shards,
+            count_records=lambda kind, count: self._metrics.streamed_records.labels(self.flow.name, kind).inc(count),
+        )
+        self.log.info("checkpoint_source", source="stream", topic=CONSUMER_OFFSETS_TOPIC, partitions=partitions)
+        return source
+
+    async def _check_stream(self) -> None:
+        """Start the stream's follower; fall back to polling when reading is refused (auto); start streaming once
+        `__consumer_offsets` exists; report the stream's failures as the flow's."""
+        source = self._source
+        if isinstance(source, StreamedSourceGroups):
+            if self._stream_task is None:
+                self._stream_task = self.spawn(source.follower.run(), "consumer-offsets")
+            error = source.follower.last_error
+            if isinstance(error, AuthorizationError) and self._settings.checkpoints_source == "auto":
+                self._stream_task.cancel()
+                self._stream_task = None
+                self._warn_polling(error, "READ")
+                self._source = SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
+                self._note_errors(f"follow {CONSUMER_OFFSETS_TOPIC}", [])
+            else:
+                self._note_errors(f"follow {CONSUMER_OFFSETS_TOPIC}", [error] if error is not None else [])
+        elif self._stream_probe_at is not None and time.monotonic() >= self._stream_probe_at:
+            partitions = await self._consumer_offsets_partitions()
+            if partitions is not None and isinstance(source, SourceGroups):
+                await source.close()
+                self._source = self._streamed_source(partitions)
+
+    def _warn_polling(self, error: StraitError, permission: str) -> None:
+        self.log.warning(
+            "checkpoint_polling_group_offsets",
+            reason=f"cannot read {CONSUMER_OFFSETS_TOPIC} on cluster {self.flow.source}: streamed checkpoints need "
+            f"DESCRIBE and READ on topic {CONSUMER_OFFSETS_TOPIC}; missing: {permission}",
+            error=str(error),
+            interval_s=self._settings.emit_checkpoints_interval_s,
+        )
 
     async def release(self) -> None:
         """Stop reading group offsets, flush what is written (the followers were cancelled with the unit's tasks)."""
@@ -212,40 +318,58 @@ class FlowCheckpointer(FlowUnit):
         return None if self.store is None else self.store.translate_exact(topic, partition, offset)
 
     # -- rounds ----------------------------------------------------------------------------------
-    async def _emit_round(self) -> None:
-        assert self._source is not None
-        assert self._writer is not None
+    async def _emit_round(self, *, changed_only: bool = False) -> None:
+        """Translate the groups' offsets and write the checkpoints that moved: every group (a full round), or only
+        the groups that committed since the last round (streamed)."""
+        source, writer = self._source, self._writer
+        assert source is not None
+        assert writer is not None
         started = time.monotonic()
-        offsets, failures = await self._source.read()
-        self._note_errors("read group offsets", list(failures.values()))
+        offsets: dict[str, GroupOffsets]
+        if changed_only:
+            assert isinstance(source, StreamedSourceGroups)
+            offsets = source.read_changed()
+        else:
+            offsets, failures = await source.read()
+            self._note_errors("read group offsets", list(failures.values()))
+            if isinstance(source, StreamedSourceGroups):
+                source.read_changed()  # this round covers them
         read_ms = time.time() * 1000
         new = []
         misses = 0
         relevant = []
-        for group, group_offsets in offsets.items():
+        for count, (group, group_offsets) in enumerate(offsets.items(), start=1):
+            if count % YIELD_EVERY_GROUPS == 0:
+                await asyncio.sleep(0)
             if not self._rules.relevant(group_offsets):
                 continue
             relevant.append(group)
             outcome = self._rules.for_group(group, group_offsets, self.table.for_group(group))
             new.extend(outcome.checkpoints)
             misses += outcome.misses
-        self.relevant_groups = self._source.relevant = relevant
+        if not changed_only:
+            self.relevant_groups = source.relevant = relevant
         if new:
             records = [(checkpoint.record_key(), checkpoint.record_value()) for checkpoint in new]
             log_offsets = await asyncio.to_thread(
-                self._writer.write, self.checkpoints_topic, records, timeout_s=self._timeout_s
+                writer.write, self.checkpoints_topic, records, timeout_s=self._timeout_s
             )
-            latency_ms = time.time() * 1000 - read_ms
+            acked_ms = time.time() * 1000
+            committed_ms = source.table.last_commit_ms if isinstance(source, StreamedSourceGroups) else {}
             for checkpoint, log_offset in zip(new, log_offsets, strict=True):
                 self.table.apply(checkpoint, log_offset)
-                self._metrics.latency_ms.labels(self.flow.name).observe(latency_ms)
+                self._metrics.latency_ms.labels(self.flow.name).observe(acked_ms - read_ms)
+                commit_ms = committed_ms.get(checkpoint.group)
+                if changed_only and commit_ms is not None:
+                    self._metrics.commit_latency_ms.labels(self.flow.name).observe(max(0.0, acked_ms - commit_ms))
         self.checkpoints_written += len(new)
         self.misses += misses
         name = self.flow.name
         self._metrics.checkpoints.labels(name).inc(len(new))
         self._metrics.misses.labels(name).inc(misses)
-        self._metrics.groups.labels(name).set(len(relevant))
-        self._metrics.partitions.labels(name).set(self.table.partition_count(relevant))
+        if not changed_only:
+            self._metrics.groups.labels(name).set(len(relevant))
+            self._metrics.partitions.labels(name).set(self.table.partition_count(relevant))
         self._metrics.rounds.labels(name).inc()
         elapsed = time.monotonic() - started
         self._metrics.round_seconds.labels(name).observe(elapsed)

@@ -21,6 +21,20 @@ class CheckpointMetrics:
             buckets=LATENCY_BUCKETS_MS,
             registry=registry,
         )
+        self.commit_latency_ms = Histogram(
+            f"{PREFIX}_commit_latency_ms",
+            "from a group's offset commit on the source (its commit timestamp) to the checkpoint's ack; streamed only",
+            ["flow"],
+            buckets=LATENCY_BUCKETS_MS,
+            registry=registry,
+        )
+        self.streamed_records = Counter(
+            f"{PREFIX}_consumer_offsets_records",
+            "records of the source's __consumer_offsets read, by kind (commit, other: group metadata and newer "
+            "record types, skipped; invalid)",
+            ["flow", "kind"],
+            registry=registry,
+        )
         self.groups = Gauge(
             f"{PREFIX}_groups",
             "consumer groups this instance checkpoints (owned, passing the group filter, on replicated topics)",

@@ -72,6 +72,7 @@ class FlowStatusReporter:
             "checkpoints_written": flow.checkpoints_written,
             "translation_misses": flow.misses,
             "last_round_ms": flow.last_round_ms,
+            "group_offsets_from": "stream" if flow.streaming else "poll",
         }
         if flow.syncer is not None:
             active = flow.syncer.active.states()

@@ -65,6 +65,10 @@ class FlowSettings:
     exactly_once_enabled: bool = False
     admin_timeout_ms: int = 60_000
     consumer_poll_timeout_ms: int = 1_000
+    # Strait's own: where checkpoint learns the source groups' commits (the stream of `__consumer_offsets`, or
+    # MM2's polling), and how long it gathers a group's commits before checkpointing them.
+    checkpoints_source: Literal["auto", "stream", "poll"] = "auto"
+    checkpoints_coalesce_ms: int = 200
 
 
 Parser = Callable[[str, str], object]
@@ -153,6 +157,8 @@ _SETTINGS: dict[str, tuple[str | None, Parser]] = {
     "tasks.max": ("tasks_max", _int(1, _INT_MAX)),
     "admin.timeout.ms": ("admin_timeout_ms", _int(1)),
     "consumer.poll.timeout.ms": ("consumer_poll_timeout_ms", _int(0)),
+    "strait.checkpoints.source": ("checkpoints_source", _choice("auto", "stream", "poll")),
+    "strait.checkpoints.coalesce.ms": ("checkpoints_coalesce_ms", _int(0, 60_000)),
     # Kafka 3.5+ exactly-once: the connector-level request and the worker-level switch.
     "exactly.once.support": (None, _choice("enabled", "disabled", "requested", "required", ignore_case=True)),
     "exactly.once.source.support": (None, _choice("enabled", "preparing", "disabled", ignore_case=True)),

@@ -8,6 +8,7 @@ was read up to the end offset seen when reading started (a topic that does not e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -170,3 +171,146 @@ async def tail(
                     yield FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic, r.headers)
     finally:
         await consumer.stop()
+
+
+PartitionRecordsHandler = Callable[[int, Sequence[FollowedRecord]], None]
+
+
+class PartitionsFollower:
+    """Reads a changing set of partitions of one topic, each from its beginning when it is added, read_committed.
+
+    `last_error` holds the failure being retried, until a fetch succeeds again.
+
+    For topics whose partitions are spread over instances (a service follows the ones its lease owns). Batches
+    are handed to `handle` partition by partition, at most `max_records` at a time, and the loop yields between
+    them, so a long backlog never holds the event loop. Failures go to `on_error` and are retried, resuming
+    after the last record handled; an exception from `handle` ends `run()`.
+    """
+
+    def __init__(
+        self,
+        props: Mapping[str, str],
+        topic: str,
+        handle: PartitionRecordsHandler,
+        *,
+        on_error: Callable[[KafkaOperationError], None] | None = None,
+        retry_s: float = 2.0,
+        poll_timeout_ms: int = 200,
+        max_records: int = 2000,
+    ) -> None:
+        self._props = {key: value for key, value in props.items() if key != "enable.auto.commit"}
+        self.topic = topic
+        self._handle = handle
+        self._on_error = on_error
+        self._retry_s = retry_s
+        self._poll_timeout_ms = poll_timeout_ms
+        self._max_records = max_records
+        self._wanted: frozenset[int] = frozenset()
+        self._next_offsets: dict[int, int] = {}
+        self._pending_ends: dict[int, int] = {}
+        self._caught_up: set[int] = set()
+        self._wanted_changed = asyncio.Event()
+        self.records_read = 0
+        self.last_error: KafkaOperationError | None = None
+
+    def follow(self, partitions: frozenset[int]) -> None:
+        """Read exactly `partitions` from now on; a dropped partition is read from its beginning if added again."""
+        for dropped in self._wanted - partitions:
+            self._next_offsets.pop(dropped, None)
+            self._caught_up.discard(dropped)
+        self._wanted = partitions
+        self._wanted_changed.set()
+
+    @property
+    def partitions(self) -> frozenset[int]:
+        """The partitions followed now."""
+        return self._wanted
+
+    @property
+    def caught_up(self) -> bool:
+        """Every followed partition was read up to the end it had when it was added."""
+        return self._wanted <= self._caught_up
+
+    async def run(self) -> None:
+        """Follow until cancelled; after a failure wait `retry_s`, doubling up to `MAX_RETRY_S` while it persists."""
+        read_at_last_failure = 0
+
+        def progressed() -> bool:
+            nonlocal read_at_last_failure
+            moved, read_at_last_failure = self.records_read > read_at_last_failure, self.records_read
+            return moved
+
+        await retry_async(
+            self._follow_translated,
+            backoff=Backoff(self._retry_s, max(self._retry_s, MAX_RETRY_S)),
+            retry_on=lambda exc: isinstance(exc, KafkaOperationError),
+            on_failure=self._failed,
+            progressed=progressed,
+        )
+
+    async def _follow_translated(self) -> None:
+        try:
+            await self._follow()
+        except KafkaError as exc:
+            raise translate_kafka_error(exc, operation="follow topic", resource=self.topic) from exc
+
+    def _failed(self, error: BaseException, retry_s: float) -> None:
+        _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=retry_s)
+        if isinstance(error, KafkaOperationError):
+            self.last_error = error
+            if self._on_error is not None:
+                self._on_error(error)
+
+    async def _follow(self) -> None:
+        consumer = aio_consumer(
+            self._props, enable_auto_commit=False, auto_offset_reset="earliest", isolation_level="read_committed"
+        )
+        try:
+            await consumer.start()
+            assigned: frozenset[int] = frozenset()
+            self._pending_ends.clear()
+            while True:
+                if assigned != self._wanted:
+                    assigned = await self._assign(consumer, self._wanted)
+                self._wanted_changed.clear()
+                await self._note_caught_up(consumer)
+                if not assigned:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wanted_changed.wait(), self._poll_timeout_ms / 1000)
+                    continue
+                batches = await consumer.getmany(timeout_ms=self._poll_timeout_ms, max_records=self._max_records)
+                self.last_error = None
+                for tp, records in batches.items():
+                    if tp.partition not in self._wanted:
+                        continue  # dropped while the fetch was under way
+                    self._handle(
+                        tp.partition,
+                        [FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic, r.headers) for r in records],
+                    )
+                    self.records_read += len(records)
+                    self._next_offsets[tp.partition] = records[-1].offset + 1
+                    await asyncio.sleep(0)
+        finally:
+            await consumer.stop()
+
+    async def _assign(self, consumer: AIOKafkaConsumer, wanted: frozenset[int]) -> frozenset[int]:
+        partitions = [TopicPartition(self.topic, p) for p in sorted(wanted)]
+        consumer.assign(partitions)
+        for tp in partitions:
+            next_offset = self._next_offsets.get(tp.partition)
+            if next_offset is None:
+                await consumer.seek_to_beginning(tp)
+            else:
+                consumer.seek(tp, next_offset)
+        new = [tp for tp in partitions if tp.partition not in self._caught_up]
+        ends = await consumer.end_offsets(new) if new else {}
+        self._pending_ends = {tp.partition: end for tp, end in ends.items()}
+        return wanted
+
+    async def _note_caught_up(self, consumer: AIOKafkaConsumer) -> None:
+        for partition, end in list(self._pending_ends.items()):
+            if partition not in self._wanted:
+                del self._pending_ends[partition]
+            elif await consumer.position(TopicPartition(self.topic, partition)) >= end:
+                del self._pending_ends[partition]
+                self._caught_up.add(partition)

@@ -122,6 +122,16 @@ class TopicAdmin:
         metadata = self._metadata()
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
+    def partition_count(self, topic: str) -> int | None:
+        """`topic`'s partition count, None if it does not exist; AuthorizationError when not allowed to describe it."""
+        try:
+            future = self._admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout_s)[topic]
+            return len(future.result(timeout=self._timeout_s).partitions)
+        except Exception as exc:  # KafkaException, TimeoutError: unreachable, not allowed to describe, too slow
+            if kafka_error_code(exc) in TOPIC_GONE:
+                return None
+            raise self._error(exc, "describe topic", topic) from exc
+
     def topic_ids(self, topics: Sequence[str]) -> dict[str, str]:
         """Each topic's id, which changes when a topic is deleted and made again.
 

@@ -1,0 +1,173 @@
+"""The source's consumer-group commits as a stream: `__consumer_offsets` followed instead of asking every group.
+
+A group's records all live in one partition of `__consumer_offsets` (`group_partition`), so instances split the
+work by those partitions: an instance follows the partitions whose shard (`partition % shards`) its lease owns and
+knows the latest committed offsets of exactly the groups in them. Each commit marks its group changed, so a
+checkpoint can follow within a coalescing window instead of a polling interval. Offset tombstones forget a
+partition, a group-metadata tombstone (the group was deleted, or expired) forgets the group, and groups the filter
+leaves out are never kept. faust-streaming was the first choice here and does not fit: it cannot read
+read_committed, coordinates its own consumer group on the cluster it reads (the user's source), and cannot follow
+partitions that our lease assigns; so aiokafka follows them directly (shared/kafka/follow.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
+
+from shared.config import FlowConfig
+from shared.errors import CodecError, KafkaOperationError
+from shared.kafka.follow import FollowedRecord, PartitionsFollower
+from shared.kafka.group_offsets import CommittedOffset, GroupOffsets
+from shared.records.consumer_offsets import (
+    GROUP_METADATA_KEY_TYPE,
+    OtherKey,
+    decode_key,
+    decode_offset_commit_value,
+    group_partition,
+)
+
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+_log = structlog.get_logger("checkpoint")
+
+
+class CommittedOffsetsTable:
+    """group -> (topic, partition) -> latest committed offset, from `__consumer_offsets` records (pure logic)."""
+
+    def __init__(self, wanted: Callable[[str], bool]) -> None:
+        self._wanted = wanted
+        self._groups: dict[str, GroupOffsets] = {}
+        self._changed: set[str] = set()
+        self.commits = 0
+        self.other_records = 0
+        self.invalid_records = 0
+        self.last_commit_ms: dict[str, int] = {}
+
+    def handle(self, records: Sequence[FollowedRecord]) -> None:
+        """Apply records of `__consumer_offsets` in log order."""
+        for record in records:
+            try:
+                self._apply(record)
+            except CodecError as exc:
+                self.invalid_records += 1
+                _log.warning("invalid_consumer_offsets_record", offset=record.offset, error=str(exc))
+
+    def _apply(self, record: FollowedRecord) -> None:
+        if record.key is None:
+            raise CodecError("__consumer_offsets record without a key")
+        key = decode_key(record.key)
+        if isinstance(key, OtherKey):
+            if key.key_type == GROUP_METADATA_KEY_TYPE and record.value is None and key.group is not None:
+                self.forget(key.group)  # the group is gone: deleted, or expired with its offsets
+            else:
+                self.other_records += 1
+            return
+        if not self._wanted(key.group):
+            return
+        partition = (key.topic, key.partition)
+        if record.value is None:
+            offsets = self._groups.get(key.group)
+            if offsets is not None and offsets.pop(partition, None) is not None:
+                if offsets:
+                    self._changed.add(key.group)
+                else:
+                    self.forget(key.group)
+            return
+        value = decode_offset_commit_value(record.value)
+        self._groups.setdefault(key.group, {})[partition] = CommittedOffset(value.offset, value.metadata)
+        self.last_commit_ms[key.group] = value.commit_timestamp_ms
+        self._changed.add(key.group)
+        self.commits += 1
+
+    def forget(self, group: str) -> None:
+        """Drop everything known about `group`."""
+        self._groups.pop(group, None)
+        self.last_commit_ms.pop(group, None)
+        self._changed.discard(group)
+
+    def forget_where(self, gone: Callable[[str], bool]) -> None:
+        """Drop the groups for which `gone` is true (their partitions are followed elsewhere now)."""
+        for group in [group for group in self._groups if gone(group)]:
+            self.forget(group)
+
+    def offsets(self, groups: Sequence[str] | None = None) -> dict[str, GroupOffsets]:
+        """Committed offsets of `groups` (default: every group known), copied."""
+        names = self._groups if groups is None else [group for group in groups if group in self._groups]
+        return {group: dict(self._groups[group]) for group in names}
+
+    def drain_changed(self) -> list[str]:
+        """Groups with commits since the last call."""
+        changed, self._changed = sorted(self._changed), set()
+        return changed
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self._changed)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+
+class StreamedSourceGroups:
+    """One flow's source groups from the commit stream, for the partitions this instance's lease owns."""
+
+    def __init__(
+        self,
+        flow: FlowConfig,
+        wanted: Callable[[str], bool],
+        partitions: int,
+        owned_shards: Callable[[], frozenset[int]],
+        shards: int,
+        *,
+        count_records: Callable[[str, int], None] = lambda _kind, _count: None,
+    ) -> None:
+        self.partitions = partitions
+        self._owned_shards = owned_shards
+        self._shards = shards
+        self._count_records = count_records
+        self.table = CommittedOffsetsTable(wanted)
+        self.changed = asyncio.Event()
+        self.relevant: list[str] = []
+        self.follower = PartitionsFollower(flow.source_consumer_props(), CONSUMER_OFFSETS_TOPIC, self._handle)
+
+    @property
+    def caught_up(self) -> bool:
+        """Every followed partition was read to the end it had when it was taken on."""
+        return self.follower.caught_up
+
+    def owns(self, group: str) -> bool:
+        """The group's commits are in a partition this instance follows."""
+        return group_partition(group, self.partitions) % self._shards in self._owned_shards()
+
+    def follow_owned(self) -> None:
+        """Follow the partitions of the owned shards; forget the groups of partitions given up."""
+        owned = self._owned_shards()
+        wanted = frozenset(p for p in range(self.partitions) if p % self._shards in owned)
+        if wanted != self.follower.partitions:
+            self.table.forget_where(lambda group: group_partition(group, self.partitions) not in wanted)
+            self.follower.follow(wanted)
+
+    def _handle(self, _partition: int, records: Sequence[FollowedRecord]) -> None:
+        table = self.table
+        before = (table.commits, table.other_records, table.invalid_records)
+        table.handle(records)
+        after = (table.commits, table.other_records, table.invalid_records)
+        for kind, old, new in zip(("commit", "other", "invalid"), before, after, strict=True):
+            if new > old:
+                self._count_records(kind, new - old)
+        if table.has_changes:
+            self.changed.set()
+
+    async def read(self) -> tuple[dict[str, GroupOffsets], Mapping[str, KafkaOperationError]]:
+        """Committed offsets of every group known here (a full round: idle groups are translated again too)."""
+        return self.table.offsets(), {}
+
+    def read_changed(self) -> dict[str, GroupOffsets]:
+        """Committed offsets of the groups that committed since the last call."""
+        self.changed.clear()
+        return self.table.offsets(self.table.drain_changed())
+
+    async def close(self) -> None:
+        """Nothing to close: the follower runs as a task of the flow unit, cancelled with it."""
