@@ -116,6 +116,11 @@ class FlowCheckpointer(FlowUnit):
         return self.store is not None and self.store.read_to_end
 
     @property
+    def group_source(self) -> GroupSource | None:
+        """Where the groups' committed offsets come from (None until open)."""
+        return self._source
+
+    @property
     def streaming(self) -> bool:
         """Group offsets come from the source's `__consumer_offsets` stream (else from polling)."""
         return isinstance(self._source, StreamedSourceGroups)

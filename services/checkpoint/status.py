@@ -39,6 +39,9 @@ class CheckpointFlowView(Protocol):
     @property
     def translating(self) -> bool: ...
 
+    @property
+    def streaming(self) -> bool: ...
+
 
 class FlowStatusReporter:
     """Keyed `<instance>/<flow>`, like every per-flow status, so flows sharing a target keep their own record."""

@@ -14,8 +14,17 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
+from services.checkpoint.commit_stream import StreamedSourceGroups
 from services.checkpoint.service import CheckpointService, build
 from services.checkpoint.settings import CheckpointSettings
 from shared.config import load_mm2_config
@@ -26,6 +35,7 @@ from shared.kafka.group_requests import GroupOffsetsClient
 from shared.kafka.read import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.records import Checkpoint
+from tests.integration.conftest import MIRROR_USER
 from tests.support.kafka_io import make_topic, produce
 from tests.support.mirror_sim import MirrorSimulation
 from tests.support.mm2_client import translate_offsets
@@ -284,3 +294,117 @@ async def test_group_offsets_are_read_in_batches_and_committed_with_exact_metada
     assert offsets == {**changes, f"missing-{unique}": {}}
     per_group, _ = GroupAdmin(flow.source, confluent_admin(flow.a_props), timeout_s=10).committed_offsets(groups[:2])
     assert per_group[groups[1]][(flow.topic, 0)] == CommittedOffset(1, "meta-1")
+
+
+# -- streamed from the source's offset commits ---------------------------------------------------------------------
+
+
+def _commit_one_by_one(flow: Flow, group: str, *, partition: int, offsets: range) -> None:
+    """`group` commits each of `offsets` in turn, as a consumer committing after every record would."""
+    consumer = confluent_consumer(flow.a_props, **{"group.id": group, "enable.auto.commit": False})
+    try:
+        for offset in offsets:
+            consumer.commit(offsets=[TopicPartition(flow.topic, partition, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _delete_group(flow: Flow, group: str) -> None:
+    admin = confluent_admin(flow.a_props)  # kept referenced: a collected admin client never completes its futures
+    for future in admin.delete_consumer_groups([group], request_timeout=30).values():
+        future.result(timeout=30)
+
+
+def _checkpoint_records(flow: Flow, group: str) -> list[Checkpoint]:
+    """Every checkpoint record of `group` in the checkpoints topic, in log order."""
+    records = read_to_end(flow.b_props, flow.checkpoints_topic)
+    checkpoints = [Checkpoint.decode(r.key, r.value) for r in records if r.key is not None and r.value is not None]
+    return [checkpoint for checkpoint in checkpoints if checkpoint.group == group]
+
+
+async def test_commits_are_checkpointed_from_the_stream_coalesced_and_deleted_groups_forgotten(
+    flow: Flow, unique: str, tmp_path: Path
+) -> None:
+    # Polling every 10 minutes: every checkpoint after the first round below comes from the stream.
+    config = flow.config(
+        tmp_path, **{"emit.checkpoints.interval.seconds": "600", "refresh.groups.interval.seconds": "600"}
+    )
+    early, busy, gone = (f"stream-{unique}-{name}" for name in ("early", "busy", "gone"))
+    flow.commit(flow.a_props, early, flow.topic, {0: 5})
+    service, registry = _service(config, f"stream-{unique}")
+    async with service:
+        checkpointer = service.flows[0]
+        await _wait_for(lambda: (early, flow.remote, 0) in flow.checkpoints(), what="the first round's checkpoint")
+        assert checkpointer.streaming
+
+        # A group committing a hundred times in a burst: checkpointed up to its last commit, coalesced.
+        await asyncio.to_thread(_commit_one_by_one, flow, busy, partition=1, offsets=range(1, 101))
+        await _wait_for(
+            lambda: (
+                flow.checkpoints().get((busy, flow.remote, 1)) is not None
+                and flow.checkpoints()[(busy, flow.remote, 1)].upstream_offset == 100
+            ),
+            what="the burst's last commit checkpointed",
+        )
+        written = _checkpoint_records(flow, busy)
+        assert written[-1].downstream_offset == 100
+        assert len(written) < 50, f"{len(written)} checkpoints for 100 commits: not coalesced"
+        commit_latency = registry.get_sample_value("strait_checkpoint_commit_latency_ms_count", {"flow": flow.name})
+        assert commit_latency is not None
+        assert commit_latency >= 1
+        assert (
+            registry.get_sample_value(
+                "strait_checkpoint_consumer_offsets_records_total", {"flow": flow.name, "kind": "commit"}
+            )
+            or 0
+        ) >= 101
+
+        # A deleted group is forgotten by the stream (its checkpoints stay, as MM2's do).
+        flow.commit(flow.a_props, gone, flow.topic, {0: 7})
+        await _wait_for(lambda: (gone, flow.remote, 0) in flow.checkpoints(), what="the doomed group checkpointed")
+        source = checkpointer.group_source
+        assert isinstance(source, StreamedSourceGroups)
+        assert gone in source.table.offsets()
+        await asyncio.to_thread(_delete_group, flow, gone)
+        await _wait_for(lambda: gone not in source.table.offsets(), what="the deleted group forgotten")
+        assert early in source.table.offsets()
+        status = (await asyncio.to_thread(read_statuses, flow.b_props))[f"stream-{unique}/{flow.name}"]
+        assert status.details["group_offsets_from"] == "stream"
+
+
+async def test_without_permission_on_consumer_offsets_checkpoints_poll_and_name_what_is_missing(
+    secure_cluster: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    flow = Flow(secure_cluster, cluster_b, unique)
+    group = f"perm-{unique}"
+    principal = f"User:{MIRROR_USER.name}"
+    admin = confluent_admin(secure_cluster.client_properties())
+    # Enough to poll the group's offsets and read the offset syncs, nothing on __consumer_offsets.
+    grants = [
+        (ResourceType.GROUP, group, AclOperation.DESCRIBE),
+        (ResourceType.TOPIC, flow.topic, AclOperation.DESCRIBE),
+        (ResourceType.TOPIC, f"mm2-offset-syncs.{flow.target}.internal", AclOperation.READ),
+    ]
+    bindings = [
+        AclBinding(kind, name, ResourcePatternType.LITERAL, principal, "*", operation, AclPermissionType.ALLOW)
+        for kind, name, operation in grants
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=30)
+    flow.commit(flow.a_props, group, flow.topic, {0: 33})
+    config = write_mm2_config(
+        tmp_path / "perm.properties",
+        {flow.source: secure_cluster, flow.target: cluster_b},
+        {flow.name: {"topics": flow.topic, "emit.checkpoints.interval.seconds": "1"}},
+        users={flow.source: MIRROR_USER},
+    )
+    service, _ = _service(config, f"perm-{unique}")
+    with capture_logs() as logs:
+        async with service:
+            await _wait_for(lambda: (group, flow.remote, 0) in flow.checkpoints(), what="a checkpoint by polling")
+            assert not service.flows[0].streaming
+    assert flow.checkpoints()[(group, flow.remote, 0)].downstream_offset == 33
+    [warning] = [log for log in logs if log["event"] == "checkpoint_polling_group_offsets"]
+    for part in (f"cluster {flow.source}", "DESCRIBE and READ on topic __consumer_offsets", "missing: DESCRIBE"):
+        assert part in warning["reason"], warning
+    assert "TOPIC_AUTHORIZATION_FAILED" in warning["error"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from shared.localkafka import KafkaCluster
+from shared.localkafka import KafkaCluster, SaslUser
 
 SINGLE_BROKER_DEFAULTS = {
     "replication.factor": "1",
@@ -20,11 +20,15 @@ def write_mm2_config(
     clusters: Mapping[str, KafkaCluster],
     flows: Mapping[str, Mapping[str, str]],
     extra: Mapping[str, str] | None = None,
+    *,
+    users: Mapping[str, SaslUser] | None = None,
 ) -> Path:
-    """`flows` maps "A->B" to that flow's settings (without the prefix); `enabled=true` is implied."""
+    """`flows` maps "A->B" to that flow's settings (without the prefix); `enabled=true` is implied. A cluster
+    named in `users` is reached as that user (SASL clusters), the others with the harness's own credentials."""
     lines = [f"clusters={', '.join(clusters)}"]
     for alias, cluster in clusters.items():
-        lines += [f"{alias}.{key}={value}" for key, value in cluster.client_properties().items()]
+        props = cluster.client_properties((users or {}).get(alias))
+        lines += [f"{alias}.{key}={value}" for key, value in props.items()]
     for flow, settings in flows.items():
         lines.append(f"{flow}.enabled=true")
         lines += [f"{flow}.{key}={value}" for key, value in settings.items()]

@@ -1,0 +1,111 @@
+"""The commit stream's table: each group's latest committed offsets from `__consumer_offsets` records, as a broker
+writes them (version-3 values), with deletions, filtered groups and records of other kinds."""
+
+from __future__ import annotations
+
+import struct
+
+from services.checkpoint.commit_stream import CommittedOffsetsTable
+from shared.kafka.follow import FollowedRecord
+from shared.kafka.group_offsets import CommittedOffset
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _commit_key(group: str, topic: str, partition: int) -> bytes:
+    return struct.pack(">h", 1) + _string(group) + _string(topic) + struct.pack(">i", partition)
+
+
+def _commit_value(offset: int, metadata: str = "", committed_ms: int = 1_000) -> bytes:
+    return struct.pack(">hqi", 3, offset, -1) + _string(metadata) + struct.pack(">q", committed_ms)
+
+
+def _metadata_key(group: str) -> bytes:
+    return struct.pack(">h", 2) + _string(group)
+
+
+class _Log:
+    """`__consumer_offsets` records in log order."""
+
+    def __init__(self) -> None:
+        self.records: list[FollowedRecord] = []
+
+    def add(self, key: bytes | None, value: bytes | None) -> _Log:
+        self.records.append(FollowedRecord(len(self.records), key, value, 0, "__consumer_offsets"))
+        return self
+
+    def commit(self, group: str, topic: str, partition: int, offset: int, metadata: str = "") -> _Log:
+        return self.add(_commit_key(group, topic, partition), _commit_value(offset, metadata))
+
+
+def test_the_latest_commit_of_each_partition_wins_and_marks_its_group_changed() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    log = _Log().commit("g", "orders", 0, 5).commit("g", "orders", 1, 7, "m").commit("g", "orders", 0, 9)
+    table.handle(log.records)
+    assert table.offsets() == {"g": {("orders", 0): CommittedOffset(9), ("orders", 1): CommittedOffset(7, "m")}}
+    assert table.drain_changed() == ["g"]
+    assert table.drain_changed() == []
+    assert table.commits == 3
+
+
+def test_a_hundred_commits_of_one_group_are_one_change() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    log = _Log()
+    for offset in range(100):
+        log.commit("busy", "t", 0, offset)
+    table.handle(log.records)
+    assert table.drain_changed() == ["busy"]
+    assert table.offsets(["busy"]) == {"busy": {("t", 0): CommittedOffset(99)}}
+
+
+def test_an_offset_tombstone_forgets_the_partition_and_the_last_one_the_group() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    table.handle(_Log().commit("g", "t", 0, 1).commit("g", "t", 1, 2).records)
+    table.drain_changed()
+    table.handle(_Log().add(_commit_key("g", "t", 0), None).records)
+    assert table.offsets() == {"g": {("t", 1): CommittedOffset(2)}}
+    assert table.drain_changed() == ["g"]
+    table.handle(_Log().add(_commit_key("g", "t", 1), None).records)
+    assert table.offsets() == {}
+    assert len(table) == 0
+
+
+def test_a_deleted_group_is_forgotten() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    table.handle(_Log().commit("gone", "t", 0, 1).commit("kept", "t", 0, 2).records)
+    table.handle(_Log().add(_metadata_key("gone"), None).records)  # the coordinator's tombstone for the group
+    assert set(table.offsets()) == {"kept"}
+    assert "gone" not in table.last_commit_ms
+    assert table.drain_changed() == ["kept"]
+
+
+def test_groups_the_filter_leaves_out_are_never_kept() -> None:
+    table = CommittedOffsetsTable(lambda group: not group.startswith("internal-"))
+    table.handle(_Log().commit("internal-x", "t", 0, 1).commit("app", "t", 0, 1).records)
+    assert set(table.offsets()) == {"app"}
+
+
+def test_group_metadata_and_unknown_record_types_are_counted_and_skipped() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    log = _Log().add(_metadata_key("g"), b"\x00\x03whatever").add(struct.pack(">h", 9) + b"future", b"x")
+    table.handle(log.commit("g", "t", 0, 4).records)
+    assert table.other_records == 2
+    assert table.offsets() == {"g": {("t", 0): CommittedOffset(4)}}
+
+
+def test_records_no_broker_writes_are_counted_and_the_rest_still_applies() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    log = _Log().add(None, b"x").add(_commit_key("g", "t", 0), struct.pack(">h", 99)).commit("g", "t", 0, 3)
+    table.handle(log.records)
+    assert table.invalid_records == 2
+    assert table.offsets() == {"g": {("t", 0): CommittedOffset(3)}}
+
+
+def test_groups_of_partitions_given_up_are_forgotten() -> None:
+    table = CommittedOffsetsTable(lambda _group: True)
+    table.handle(_Log().commit("a", "t", 0, 1).commit("b", "t", 0, 1).records)
+    table.forget_where(lambda group: group == "a")
+    assert set(table.offsets()) == {"b"}
