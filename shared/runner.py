@@ -21,6 +21,7 @@ from shared.config.service_settings import ServiceSettings
 from shared.daemon_executor import use_daemon_threads
 from shared.errors import ConfigError
 from shared.kafka.client_props import jaas_credentials
+from shared.loop_monitor import LoopStallMonitor
 from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging, register_secrets
 from shared.service import Service
@@ -119,6 +120,8 @@ async def _serve(
         port=settings.metrics_port,
     )
     server.start()
+    monitor = LoopStallMonitor(registry)
+    stalls = asyncio.create_task(monitor.run(), name="loop-stall-monitor")
     started = time.monotonic()
     log.info("service_starting", instance=settings.instance_id, metrics_port=server.port)
     try:
@@ -131,10 +134,12 @@ async def _serve(
     finally:
         await service.stop()
         server.stop()
+        stalls.cancel()
     log.info(
         "service_stopped",
         instance=settings.instance_id,
         uptime_s=round(time.monotonic() - started, 1),
+        longest_loop_stall_ms=round(monitor.worst_s * 1000, 1),
         crashed=repr(service.crashed) if service.crashed else None,
     )
     return EXIT_CRASHED if service.crashed else 0
