@@ -40,7 +40,63 @@ class FollowedRecord:
 RecordsHandler = Callable[[Sequence[FollowedRecord]], None]
 
 
-class TopicFollower:
+class _RetryingFollower:
+    """The part every follower shares: `run()` retries `_follow` after Kafka failures (reported to `on_error` and
+    kept in `last_error` until a read succeeds), waiting `retry_s`, doubling up to `MAX_RETRY_S` while it persists."""
+
+    def __init__(
+        self,
+        props: Mapping[str, str],
+        topic: str,
+        *,
+        on_error: Callable[[KafkaOperationError], None] | None,
+        retry_s: float,
+        poll_timeout_ms: int,
+    ) -> None:
+        # Positions are the follower's own (no group): the auto-commit setting does not apply.
+        self._props = {key: value for key, value in props.items() if key != "enable.auto.commit"}
+        self.topic = topic
+        self._on_error = on_error
+        self._retry_s = retry_s
+        self._poll_timeout_ms = poll_timeout_ms
+        self.records_read = 0
+        self.last_error: KafkaOperationError | None = None
+
+    async def run(self) -> None:
+        """Follow until cancelled, retrying after Kafka failures."""
+        read_at_last_failure = 0
+
+        def progressed() -> bool:
+            nonlocal read_at_last_failure
+            moved, read_at_last_failure = self.records_read > read_at_last_failure, self.records_read
+            return moved
+
+        await retry_async(
+            self._follow_translated,
+            backoff=Backoff(self._retry_s, max(self._retry_s, MAX_RETRY_S)),
+            retry_on=lambda exc: isinstance(exc, KafkaOperationError),
+            on_failure=self._failed,
+            progressed=progressed,
+        )
+
+    async def _follow(self) -> None:
+        raise NotImplementedError
+
+    async def _follow_translated(self) -> None:
+        try:
+            await self._follow()
+        except KafkaError as exc:
+            raise translate_kafka_error(exc, operation="follow topic", resource=self.topic) from exc
+
+    def _failed(self, error: BaseException, retry_s: float) -> None:
+        _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=retry_s)
+        if isinstance(error, KafkaOperationError):
+            self.last_error = error
+            if self._on_error is not None:
+                self._on_error(error)
+
+
+class TopicFollower(_RetryingFollower):
     """Reads `topic` partition 0 on one cluster and hands every record, in log order, to `handle`.
 
     Connection failures are reported to `on_error` and retried after `retry_s`, resuming after the last
@@ -59,17 +115,11 @@ class TopicFollower:
         retry_s: float = 2.0,
         poll_timeout_ms: int = 500,
     ) -> None:
-        # Positions are this follower's own (no group): the auto-commit setting does not apply.
-        self._props = {key: value for key, value in props.items() if key != "enable.auto.commit"}
-        self.topic = topic
+        super().__init__(props, topic, on_error=on_error, retry_s=retry_s, poll_timeout_ms=poll_timeout_ms)
         self._handle = handle
         self._on_caught_up = on_caught_up
-        self._on_error = on_error
-        self._retry_s = retry_s
-        self._poll_timeout_ms = poll_timeout_ms
         self._next_offset: int | None = None
         self._caught_up = asyncio.Event()
-        self.records_read = 0
 
     @property
     def caught_up(self) -> bool:
@@ -79,34 +129,6 @@ class TopicFollower:
     async def wait_caught_up(self) -> None:
         """Wait until `caught_up`."""
         await self._caught_up.wait()
-
-    async def run(self) -> None:
-        """Follow until cancelled; after a failure wait `retry_s`, doubling up to `MAX_RETRY_S` while it persists."""
-        read_at_last_failure = 0
-
-        def progressed() -> bool:
-            nonlocal read_at_last_failure
-            moved, read_at_last_failure = self.records_read > read_at_last_failure, self.records_read
-            return moved
-
-        await retry_async(
-            self._follow_translated,
-            backoff=Backoff(self._retry_s, max(self._retry_s, MAX_RETRY_S)),
-            retry_on=lambda exc: isinstance(exc, KafkaOperationError),
-            on_failure=self._failed,
-            progressed=progressed,
-        )
-
-    async def _follow_translated(self) -> None:
-        try:
-            await self._follow()
-        except KafkaError as exc:
-            raise translate_kafka_error(exc, operation="follow topic", resource=self.topic) from exc
-
-    def _failed(self, error: BaseException, retry_s: float) -> None:
-        _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=retry_s)
-        if self._on_error is not None and isinstance(error, KafkaOperationError):
-            self._on_error(error)
 
     def _mark_caught_up(self) -> None:
         if not self._caught_up.is_set():
@@ -176,7 +198,7 @@ async def tail(
 PartitionRecordsHandler = Callable[[int, Sequence[FollowedRecord]], None]
 
 
-class PartitionsFollower:
+class PartitionsFollower(_RetryingFollower):
     """Reads a changing set of partitions of one topic, each from its beginning when it is added, read_committed.
 
     `last_error` holds the failure being retried, until a fetch succeeds again.
@@ -198,20 +220,14 @@ class PartitionsFollower:
         poll_timeout_ms: int = 200,
         max_records: int = 2000,
     ) -> None:
-        self._props = {key: value for key, value in props.items() if key != "enable.auto.commit"}
-        self.topic = topic
+        super().__init__(props, topic, on_error=on_error, retry_s=retry_s, poll_timeout_ms=poll_timeout_ms)
         self._handle = handle
-        self._on_error = on_error
-        self._retry_s = retry_s
-        self._poll_timeout_ms = poll_timeout_ms
         self._max_records = max_records
         self._wanted: frozenset[int] = frozenset()
         self._next_offsets: dict[int, int] = {}
         self._pending_ends: dict[int, int] = {}
         self._caught_up: set[int] = set()
         self._wanted_changed = asyncio.Event()
-        self.records_read = 0
-        self.last_error: KafkaOperationError | None = None
 
     def follow(self, partitions: frozenset[int]) -> None:
         """Read exactly `partitions` from now on; a dropped partition is read from its beginning if added again."""
@@ -230,36 +246,6 @@ class PartitionsFollower:
     def caught_up(self) -> bool:
         """Every followed partition was read up to the end it had when it was added."""
         return self._wanted <= self._caught_up
-
-    async def run(self) -> None:
-        """Follow until cancelled; after a failure wait `retry_s`, doubling up to `MAX_RETRY_S` while it persists."""
-        read_at_last_failure = 0
-
-        def progressed() -> bool:
-            nonlocal read_at_last_failure
-            moved, read_at_last_failure = self.records_read > read_at_last_failure, self.records_read
-            return moved
-
-        await retry_async(
-            self._follow_translated,
-            backoff=Backoff(self._retry_s, max(self._retry_s, MAX_RETRY_S)),
-            retry_on=lambda exc: isinstance(exc, KafkaOperationError),
-            on_failure=self._failed,
-            progressed=progressed,
-        )
-
-    async def _follow_translated(self) -> None:
-        try:
-            await self._follow()
-        except KafkaError as exc:
-            raise translate_kafka_error(exc, operation="follow topic", resource=self.topic) from exc
-
-    def _failed(self, error: BaseException, retry_s: float) -> None:
-        _log.warning("follow_failed", topic=self.topic, error=str(error), retry_s=retry_s)
-        if isinstance(error, KafkaOperationError):
-            self.last_error = error
-            if self._on_error is not None:
-                self._on_error(error)
 
     async def _follow(self) -> None:
         consumer = aio_consumer(
