@@ -13,6 +13,7 @@ partitions that our lease assigns; so aiokafka follows them directly (shared/kaf
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
@@ -110,8 +111,17 @@ class CommittedOffsetsTable:
         return len(self._groups)
 
 
+SETTLE_S = 5.0
+
+
 class StreamedSourceGroups:
-    """One flow's source groups from the commit stream, for the partitions this instance's lease owns."""
+    """One flow's source groups from the commit stream, for the partitions this instance's lease owns.
+
+    A commit is often translated before the offset syncs reach its position (data-mirror writes them as it
+    commits its own progress), which gives MM2's conservative answer. So a group stays *settling* for `SETTLE_S`
+    after its last commit and is translated again at every changed round, until the checkpoint is exact: a group
+    that commits and pauses is exact within about a second, not at the next full round.
+    """
 
     def __init__(
         self,
@@ -128,6 +138,7 @@ class StreamedSourceGroups:
         self._shards = shards
         self._count_records = count_records
         self.table = CommittedOffsetsTable(wanted)
+        self._settling: dict[str, float] = {}  # group -> monotonic time it stops settling
         self.changed = asyncio.Event()
         self.relevant: list[str] = []
         self.follower = PartitionsFollower(flow.source_consumer_props(), CONSUMER_OFFSETS_TOPIC, self._handle)
@@ -164,10 +175,19 @@ class StreamedSourceGroups:
         """Committed offsets of every group known here (a full round: idle groups are translated again too)."""
         return self.table.offsets(), {}
 
+    @property
+    def settling(self) -> bool:
+        """Some group committed within `SETTLE_S`: changed rounds should keep running."""
+        return bool(self._settling)
+
     def read_changed(self) -> dict[str, GroupOffsets]:
-        """Committed offsets of the groups that committed since the last call."""
+        """Committed offsets of the groups that committed since the last call or are still settling."""
         self.changed.clear()
-        return self.table.offsets(self.table.drain_changed())
+        now = time.monotonic()
+        for group in self.table.drain_changed():
+            self._settling[group] = now + SETTLE_S
+        self._settling = {group: until for group, until in self._settling.items() if until > now}
+        return self.table.offsets(sorted(self._settling))
 
     async def close(self) -> None:
         """Nothing to close: the follower runs as a task of the flow unit, cancelled with it."""

@@ -46,6 +46,7 @@ from shared.records.reading import decoded
 
 SERVICE = "checkpoint"
 GroupSource = SourceGroups | StreamedSourceGroups
+MIN_ROUND_GAP_S = 0.05  # changed rounds never run back to back, even with a coalescing window of 0
 YIELD_EVERY_GROUPS = 200  # a round hands the event loop back this often, so 10,000 groups never hold it
 
 
@@ -187,10 +188,15 @@ class FlowCheckpointer(FlowUnit):
                 started = time.monotonic()
                 await self._guarded("checkpoint round", self._emit_round())
                 next_emit = started + self._settings.emit_checkpoints_interval_s
-            elif active and stream is not None and stream.changed.is_set() and time.monotonic() >= next_changed:
+            elif (
+                active
+                and stream is not None
+                and (stream.changed.is_set() or stream.settling)
+                and (time.monotonic() >= next_changed)
+            ):
                 started = time.monotonic()
                 await self._guarded("checkpoint round", self._emit_round(changed_only=True))
-                next_changed = started + coalesce_s
+                next_changed = started + max(coalesce_s, MIN_ROUND_GAP_S)
             if active and self.syncer is not None and time.monotonic() >= next_sync:
                 started = time.monotonic()
                 await self._guarded("group offset sync", self._sync_round())
@@ -204,7 +210,7 @@ class FlowCheckpointer(FlowUnit):
                 if self.syncer is not None:
                     wake.append(next_sync)
                 if stream is not None:
-                    if stream.changed.is_set():
+                    if stream.changed.is_set() or stream.settling:
                         wake.append(next_changed)  # gather a group's commits for the coalescing window
                     else:
                         commits = stream.changed

@@ -1,0 +1,186 @@
+"""A failover drill: the source cluster dies (every broker killed) at a random moment while data-mirror and
+checkpoint run and consumer groups work on it; the groups resume on the target where MM2's own client
+(RemoteClusterUtils) says.
+
+Checkpoints follow the source's commits as a stream, so a group that commits as it consumes re-reads at most what
+it consumed in the last two seconds before the source died, and a group that committed and then paused for two
+seconds re-reads nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Message, TopicPartition
+
+from shared.kafka.end_offsets import topic_end_offsets
+from shared.kafka.factories import confluent_consumer, confluent_producer
+from shared.kafka.read import read_all_partitions
+from shared.localkafka import KafkaCluster
+from tests.support.kafka_io import make_topic
+from tests.support.mm2_client import translate_offsets
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+
+PARTITIONS = 2
+PAUSED_AFTER = 1500  # records the paused group consumes before it stops
+
+
+@pytest.fixture(scope="module")
+def doomed_source(kafka_runtime: str) -> Iterator[KafkaCluster]:
+    """A source cluster of its own: the drill kills it."""
+    cluster = KafkaCluster("DRILL")
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+class Load(threading.Thread):
+    """Produces unique values `<partition>:<n>` at about 1,000 records a second until the source dies."""
+
+    def __init__(self, props: Mapping[str, str], topic: str) -> None:
+        super().__init__(daemon=True)
+        self._producer = confluent_producer(props, **{"linger.ms": 5})
+        self._topic = topic
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        sent = 0
+        while not self.stopping.is_set():
+            for _ in range(20):
+                partition = sent % PARTITIONS
+                self._producer.produce(self._topic, value=f"{partition}:{sent}".encode(), partition=partition)
+                sent += 1
+            self._producer.poll(0)
+            time.sleep(0.02)
+
+
+class Group(threading.Thread):
+    """A consumer group on the source that commits after every batch it processes; `consumed` keeps when each
+    value was processed. With `stop_after`, it starts at the end of the topic, commits once it has that many
+    records (its last commit is at the head, ahead of the newest offset sync) and stops consuming."""
+
+    def __init__(self, props: Mapping[str, str], topic: str, group: str, stop_after: int | None = None) -> None:
+        super().__init__(daemon=True)
+        start = "earliest" if stop_after is None else "latest"
+        self._consumer = confluent_consumer(
+            props, **{"group.id": group, "auto.offset.reset": start, "enable.auto.commit": False}
+        )
+        self._consumer.subscribe([topic])
+        self._stop_after = stop_after
+        self.stopping = threading.Event()
+        self.consumed: dict[bytes, float] = {}
+        self.paused_at: float | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                batch = [m for m in self._consumer.consume(num_messages=200, timeout=0.1) if m.error() is None]
+                if self._stop_after is not None:
+                    batch = batch[: self._stop_after - len(self.consumed)]
+                if not batch:
+                    continue
+                now = time.monotonic()
+                for message in batch:
+                    self.consumed[message.value() or b""] = now
+                self._consumer.commit(offsets=self._positions(batch), asynchronous=False)
+                if self._stop_after is not None and len(self.consumed) >= self._stop_after:
+                    self.paused_at = time.monotonic()
+                    return
+        except Exception:  # the source died under the consumer: what it committed so far is what counts
+            return
+
+    @staticmethod
+    def _positions(batch: list[Message]) -> list[TopicPartition]:
+        last: dict[tuple[str, int], int] = {}
+        for message in batch:
+            last[(message.topic() or "", message.partition() or 0)] = message.offset() or 0
+        return [TopicPartition(topic, partition, offset + 1) for (topic, partition), offset in last.items()]
+
+    def consumed_since(self, moment: float) -> int:
+        """How many records the group processed from `moment` on."""
+        return sum(1 for at in self.consumed.values() if at >= moment)
+
+
+def _mirrored(target: Mapping[str, str], remote: str) -> int:
+    return topic_end_offsets(target, [remote]).get(remote) or 0
+
+
+def reprocessed(
+    target: Mapping[str, str], remote: str, resume: Mapping[tuple[str, int], int], group: Group
+) -> list[float]:
+    """When the group had processed each record it reads again on the target from `resume`."""
+    copies = read_all_partitions(target, remote)
+    assert sorted(copies) == list(range(PARTITIONS))
+    consumed_from = {int(value.split(b":")[0]) for value in group.consumed}
+    # Every partition the group consumed from has a checkpoint; a partition it never committed it reads from the
+    # start, where it had processed nothing.
+    assert {(remote, partition) for partition in consumed_from} <= set(resume), resume
+    return [
+        group.consumed[record.value or b""]
+        for partition, records in copies.items()
+        for record in records
+        if record.offset >= resume.get((remote, partition), 0) and (record.value or b"") in group.consumed
+    ]
+
+
+def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_seconds(
+    doomed_source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    source, target = f"S{unique}", f"T{unique}"
+    topic, remote = f"drill-{unique}", f"S{unique}.drill-{unique}"
+    a_props, b_props = doomed_source.client_properties(), cluster_b.client_properties()
+    make_topic(a_props, topic, partitions=PARTITIONS)
+    make_topic(b_props, remote, partitions=PARTITIONS)  # what topic-sync does
+    config = write_mm2_config(
+        tmp_path / "mm2.properties",
+        {source: doomed_source, target: cluster_b},
+        {f"{source}->{target}": {"topics": topic, "groups": f"drill-{unique}-.*"}},
+    )
+    load = Load(a_props, topic)
+    load.start()
+    busy = Group(a_props, topic, f"drill-{unique}-busy")
+    paused = Group(a_props, topic, f"drill-{unique}-paused", stop_after=PAUSED_AFTER)
+    services = [ServiceProcess(name, config, tmp_path, "--log-level", "DEBUG") for name in ("data_mirror", "checkpoint")]
+    try:
+        for service in services:
+            service.start()
+        busy.start()
+        paused.start()
+        deadline = time.monotonic() + 180
+        while paused.paused_at is None or len(busy.consumed) < 3000 or _mirrored(b_props, remote) < 3000:
+            assert time.monotonic() < deadline, "the groups did not get going"
+            time.sleep(0.2)
+        # The source dies at a random moment, at least two seconds after the paused group's last commit.
+        time.sleep(max(random.uniform(1.0, 6.0), paused.paused_at + 2.0 - time.monotonic()))
+        for node in doomed_source.nodes:
+            node.process.kill()
+        died = time.monotonic()
+        load.stopping.set()
+        busy.stopping.set()
+        time.sleep(3)  # the services keep running, as they would in a real disaster
+    finally:
+        for service in services:
+            service.kill()
+        load.stopping.set()
+        busy.stopping.set()
+
+    busy_resume = translate_offsets(b_props, source, f"drill-{unique}-busy")
+    paused_resume = translate_offsets(b_props, source, f"drill-{unique}-paused")
+    busy_again = reprocessed(b_props, remote, busy_resume, busy)
+    paused_again = reprocessed(b_props, remote, paused_resume, paused)
+    oldest = died - min(busy_again) if busy_again else 0.0
+    print(
+        f"\nbusy group: re-read {len(busy_again)} (the oldest processed {oldest:.2f} s before the source died), "
+        f"consumed {busy.consumed_since(died - 2.0)} in its last 2 s; paused group: re-read {len(paused_again)}"
+    )
+    # What the busy group re-reads is part of what it processed in its last two seconds; the paused one, nothing.
+    assert oldest <= 2.0
+    assert len(busy_again) <= busy.consumed_since(died - 2.0)
+    assert paused_again == []
