@@ -147,7 +147,10 @@ def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_
     load.start()
     busy = Group(a_props, topic, f"drill-{unique}-busy")
     paused = Group(a_props, topic, f"drill-{unique}-paused", stop_after=PAUSED_AFTER)
-    services = [ServiceProcess(name, config, tmp_path, "--log-level", "DEBUG") for name in ("data_mirror", "checkpoint")]
+    services = [
+        ServiceProcess("data_mirror", config, tmp_path),
+        ServiceProcess("checkpoint", config, tmp_path, "--log-level", "DEBUG"),  # every round, if the drill fails
+    ]
     try:
         for service in services:
             service.start()
