@@ -112,15 +112,17 @@ class CommittedOffsetsTable:
 
 
 SETTLE_S = 5.0
+MAX_SETTLE_S = 60.0  # a group whose partitions have no offset sync yet is looked at again this long after its commit
 
 
 class StreamedSourceGroups:
     """One flow's source groups from the commit stream, for the partitions this instance's lease owns.
 
     A commit is often translated before the offset syncs reach its position (data-mirror writes them as it
-    commits its own progress), which gives MM2's conservative answer. So a group stays *settling* for `SETTLE_S`
-    after its last commit and is translated again at every changed round, until the checkpoint is exact: a group
-    that commits and pauses is exact within about a second, not at the next full round.
+    commits its own progress), which gives MM2's conservative answer, or none yet when nothing was copied past
+    the group's position. So a group stays *settling* for `SETTLE_S` after its last commit (up to `MAX_SETTLE_S`
+    while a partition has no translation at all) and is translated again at every changed round: a group that
+    commits and pauses is exact within about a second of its records being copied, not at the next full round.
     """
 
     def __init__(
@@ -132,13 +134,16 @@ class StreamedSourceGroups:
         shards: int,
         *,
         count_records: Callable[[str, int], None] = lambda _kind, _count: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self.partitions = partitions
         self._owned_shards = owned_shards
         self._shards = shards
         self._count_records = count_records
         self.table = CommittedOffsetsTable(wanted)
         self._settling: dict[str, float] = {}  # group -> monotonic time it stops settling
+        self._committed_at: dict[str, float] = {}  # group -> monotonic time its last commit was seen
         self.changed = asyncio.Event()
         self.relevant: list[str] = []
         self.follower = PartitionsFollower(flow.source_consumer_props(), CONSUMER_OFFSETS_TOPIC, self._handle)
@@ -183,11 +188,21 @@ class StreamedSourceGroups:
     def read_changed(self) -> dict[str, GroupOffsets]:
         """Committed offsets of the groups that committed since the last call or are still settling."""
         self.changed.clear()
-        now = time.monotonic()
+        now = self._clock()
         for group in self.table.drain_changed():
             self._settling[group] = now + SETTLE_S
+            self._committed_at[group] = now
         self._settling = {group: until for group, until in self._settling.items() if until > now}
+        self._committed_at = {group: at for group, at in self._committed_at.items() if group in self._settling}
         return self.table.offsets(sorted(self._settling))
+
+    def keep_settling(self, groups: Sequence[str]) -> None:
+        """`groups` had partitions without a translation this round: look again soon, within `MAX_SETTLE_S`."""
+        now = self._clock()
+        for group in groups:
+            committed = self._committed_at.get(group)
+            if committed is not None and now < committed + MAX_SETTLE_S:
+                self._settling[group] = max(self._settling.get(group, 0.0), now + SETTLE_S)
 
     async def close(self) -> None:
         """Nothing to close: the follower runs as a task of the flow unit, cancelled with it."""

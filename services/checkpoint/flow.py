@@ -349,6 +349,7 @@ class FlowCheckpointer(FlowUnit):
         new = []
         misses = 0
         relevant = []
+        untranslated = []
         for count, (group, group_offsets) in enumerate(offsets.items(), start=1):
             if count % YIELD_EVERY_GROUPS == 0:
                 await asyncio.sleep(0)
@@ -358,6 +359,10 @@ class FlowCheckpointer(FlowUnit):
             outcome = self._rules.for_group(group, group_offsets, self.table.for_group(group))
             new.extend(outcome.checkpoints)
             misses += outcome.misses
+            if outcome.misses:
+                untranslated.append(group)
+        if isinstance(source, StreamedSourceGroups):
+            source.keep_settling(untranslated)
         if not changed_only:
             self.relevant_groups = source.relevant = relevant
         if new:

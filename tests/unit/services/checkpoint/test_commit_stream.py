@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import struct
 
-from services.checkpoint.commit_stream import CommittedOffsetsTable
+from services.checkpoint import commit_stream
+from services.checkpoint.commit_stream import CommittedOffsetsTable, StreamedSourceGroups
+from shared.config import parse_mm2_config
 from shared.kafka.follow import FollowedRecord
 from shared.kafka.group_offsets import CommittedOffset
 
@@ -109,3 +111,49 @@ def test_groups_of_partitions_given_up_are_forgotten() -> None:
     table.handle(_Log().commit("a", "t", 0, 1).commit("b", "t", 0, 1).records)
     table.forget_where(lambda group: group == "a")
     assert set(table.offsets()) == {"b"}
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _streamed() -> tuple[StreamedSourceGroups, _Clock]:
+    clock = _Clock()
+    config = parse_mm2_config(
+        {"clusters": "A,B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092", "A->B.enabled": "true"},
+        env={},
+    )
+    source = StreamedSourceGroups(
+        config.flow("A", "B"), lambda _group: True, 10, lambda: frozenset({0}), 1, clock=clock
+    )
+    return source, clock
+
+
+def test_a_group_is_translated_again_for_a_while_after_its_last_commit() -> None:
+    source, clock = _streamed()
+    source.table.handle(_Log().commit("g", "t", 0, 5).records)
+    assert set(source.read_changed()) == {"g"}
+    clock.now += commit_stream.SETTLE_S - 1
+    assert set(source.read_changed()) == {"g"}  # no new commit, but the offset syncs may have caught up
+    assert source.settling
+    clock.now += 2
+    assert source.read_changed() == {}
+    assert not source.settling
+
+
+def test_a_group_without_a_translation_is_looked_at_again_until_the_limit() -> None:
+    source, clock = _streamed()
+    source.table.handle(_Log().commit("g", "t", 0, 5).records)
+    source.read_changed()
+    while clock.now < 1000.0 + commit_stream.MAX_SETTLE_S - commit_stream.SETTLE_S:
+        clock.now += commit_stream.SETTLE_S - 1
+        assert set(source.read_changed()) == {"g"}
+        source.keep_settling(["g"])  # still no offset sync for its partition
+    clock.now += commit_stream.SETTLE_S
+    source.keep_settling(["g"])
+    clock.now += commit_stream.SETTLE_S
+    assert source.read_changed() == {}  # left to the full rounds
