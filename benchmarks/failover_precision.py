@@ -65,8 +65,11 @@ class ToolRun:
     settle_s: float = 0.0  # from then until the checkpoints stopped changing
 
 
-def _mm2_properties(a: KafkaCluster, b: KafkaCluster, topic: str, groups: str, tasks: int) -> dict[str, str]:
-    """A dedicated-mode MM2 config for A->B with checkpoints every second and group offset sync off."""
+def mm2_properties(
+    a: KafkaCluster, b: KafkaCluster, topic: str, groups: str, tasks: int, *, checkpoint_interval_s: int = 1
+) -> dict[str, str]:
+    """A dedicated-mode MM2 config for A->B with checkpoints every `checkpoint_interval_s` and group offset sync
+    off."""
     props = {"clusters": "A, B"}
     for alias, cluster in (("A", a), ("B", b)):
         props |= {f"{alias}.{key}": value for key, value in cluster.client_properties().items()}
@@ -77,7 +80,7 @@ def _mm2_properties(a: KafkaCluster, b: KafkaCluster, topic: str, groups: str, t
         "A->B.groups": groups,
         "A->B.tasks.max": str(tasks),
         "A->B.emit.checkpoints.enabled": "true",
-        "A->B.emit.checkpoints.interval.seconds": "1",
+        "A->B.emit.checkpoints.interval.seconds": str(checkpoint_interval_s),
         "A->B.sync.group.offsets.enabled": "false",
         "A->B.refresh.groups.interval.seconds": "5",
         "A->B.refresh.topics.interval.seconds": "5",
@@ -137,7 +140,7 @@ def _await_checkpoints(
 
 def _run_mm2(a: KafkaCluster, b: KafkaCluster, run: ToolRun, sizes: Sizes, workdir: Path, tasks: int) -> None:
     """Mirror `run.topic` with MM2 until its checkpoints for the groups settle; MM2 is stopped afterwards."""
-    config = write_properties(workdir / "mm2.properties", _mm2_properties(a, b, run.topic, f"{run.topic}-g.*", tasks))
+    config = write_properties(workdir / "mm2.properties", mm2_properties(a, b, run.topic, f"{run.topic}-g.*", tasks))
     mm2 = MirrorMakerProcess(config, log_path=workdir / "logs" / "mm2.log")
     try:
         mm2.start()

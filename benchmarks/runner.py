@@ -1,7 +1,7 @@
 """Run the selected sections in order; a section that fails is reported as such, never stops the others.
 
-Sections 1-3 share one pair of clusters (the lab) and section 6 is computed from what 1 and 2 sampled;
-sections 4 and 5 live in their own modules (`run(options) -> Section`) and start whatever they need.
+Sections 1-3 share one pair of clusters (the lab) and section 7 is computed from what 1 and 2 sampled;
+sections 4, 5 and 6 live in their own modules (`run(options) -> Section`) and start whatever they need.
 """
 
 from __future__ import annotations
@@ -25,15 +25,20 @@ TITLES = {
     "discovery": "3. Discovery of a new topic",
     "failover": "4. Failover precision",
     "translator": "5. Offset translator under load",
-    "resources": "6. Resources",
+    "checkpoint": "6. Checkpoint lag after a commit",
+    "resources": "7. Resources",
 }
-CHOICES = ("throughput", "latency", "discovery", "failover", "translator")
+CHOICES = ("throughput", "latency", "discovery", "failover", "translator", "checkpoint")
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
     "latency": latency.run,
     "discovery": discovery.run,
 }
-EXTERNAL = {"failover": "benchmarks.failover_precision", "translator": "benchmarks.translator_load"}
+EXTERNAL = {
+    "failover": "benchmarks.failover_precision",
+    "translator": "benchmarks.translator_load",
+    "checkpoint": "benchmarks.checkpoint_lag",
+}
 
 
 def parse_only(text: str) -> list[str]:
