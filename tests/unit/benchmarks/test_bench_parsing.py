@@ -55,7 +55,15 @@ def test_py_spy_stacks_are_grouped_by_innermost_process_and_shares_are_inclusive
 def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_runs() -> None:
     assert parse_only("discovery,throughput") == ["throughput", "discovery", "resources"]
     assert parse_only("failover") == ["failover"]
-    assert parse_only("") == ["throughput", "latency", "discovery", "failover", "translator", "resources"]
+    assert parse_only("") == [
+        "throughput",
+        "latency",
+        "discovery",
+        "failover",
+        "translator",
+        "checkpoint",
+        "resources",
+    ]
     with pytest.raises(ValueError, match="unknown section"):
         parse_only("speed")
 
