@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Message, TopicPartition
 
+from shared.errors import KafkaOperationError
 from shared.kafka.end_offsets import topic_end_offsets
 from shared.kafka.factories import confluent_consumer, confluent_producer
 from shared.kafka.read import read_all_partitions
@@ -95,6 +96,8 @@ class Group(threading.Thread):
                     return
         except Exception:  # the source died under the consumer: what it committed so far is what counts
             return
+        finally:
+            self._consumer.close()  # else it keeps calling the dead broker for the rest of the session
 
     @staticmethod
     def _positions(batch: list[Message]) -> list[TopicPartition]:
@@ -109,7 +112,11 @@ class Group(threading.Thread):
 
 
 def _mirrored(target: Mapping[str, str], remote: str) -> int:
-    return topic_end_offsets(target, [remote]).get(remote) or 0
+    """Records on the target so far; 0 while the new remote topic has no leader yet."""
+    try:
+        return topic_end_offsets(target, [remote]).get(remote) or 0
+    except KafkaOperationError:
+        return 0
 
 
 def reprocessed(
