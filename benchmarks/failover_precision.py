@@ -15,19 +15,20 @@ import httpx
 from confluent_kafka import KafkaException
 
 from benchmarks.checkpoint_reader import GroupCheckpoints, latest_checkpoints
+from benchmarks.cluster_pair import cluster_pair
 from benchmarks.mm2_translate import translate_groups
 from benchmarks.model import BenchOptions, Section
 from benchmarks.positions import KINDS, Position, choose_positions
 from benchmarks.precision_data import commit_positions, offset_sync_counts, produce_numbered, remote_partitions
 from benchmarks.resume_error import RemotePartition, ResumeError, Tally, resume_error
 from benchmarks.section_text import run_standalone
+from benchmarks.strait_processes import StraitProcesses
 from benchmarks.translator_process import start_translator, wait_ready
 from shared.errors import StraitError
 from shared.kafka.end_offsets import topic_end_offsets
 from shared.localkafka import KafkaCluster
 from shared.localkafka.mirror_maker import MirrorMakerProcess, write_properties
 from tests.support.mm2_config import SINGLE_BROKER_DEFAULTS, write_mm2_config
-from tests.support.service_process import ServiceProcess
 
 CHECKPOINTS_TOPIC = "A.checkpoints.internal"
 OFFSET_SYNCS_TOPIC = "mm2-offset-syncs.B.internal"  # on A (offset-syncs.topic.location=source, the default)
@@ -170,34 +171,14 @@ def _run_strait(
     }
     config = write_mm2_config(workdir / "strait.properties", {"A": a, "B": b}, {"A->B": flow})
     logs = workdir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    services = [
-        ServiceProcess("topic_sync", config, logs),
-        ServiceProcess("data_mirror", config, logs, env={"STRAIT_TASKS": str(tasks)}),
-        ServiceProcess("checkpoint", config, logs),
-    ]
-    translator: ServiceProcess | None = None
-    try:
-        for service in services:
-            service.start()
+    with StraitProcesses(config, logs, tasks) as strait:
         translator, base_url = start_translator(config, logs)
-        watched = [*services, translator]
-
-        def alive() -> str | None:
-            for service in watched:
-                if service.popen is not None and service.popen.poll() is not None:
-                    return f"{service.package} exited ({service.popen.returncode}): {service.tail()}"
-            return None
-
-        run.settled, run.mirror_s, run.settle_s = _await_checkpoints(b, f"A.{run.topic}", run.groups, sizes, alive)
+        strait.add(translator)
+        run.settled, run.mirror_s, run.settle_s = _await_checkpoints(
+            b, f"A.{run.topic}", run.groups, sizes, strait.alive
+        )
         wait_ready(translator, base_url)
         by_group, by_partition = _ask_translator(base_url, run, sizes)
-    finally:
-        for service in [*services, *([translator] if translator else [])]:
-            try:
-                service.stop(timeout_s=60)
-            except AssertionError:
-                service.kill()
     return by_group, by_partition
 
 
@@ -279,12 +260,7 @@ def run(options: BenchOptions) -> Section:
     workdir = options.workdir / "failover-precision"
     workdir.mkdir(parents=True, exist_ok=True)
     prefix = f"fp-{uuid.uuid4().hex[:6]}"
-    a, b = KafkaCluster("A"), KafkaCluster("B")
-    try:
-        a.launch()
-        b.launch()
-        a.wait_ready()
-        b.wait_ready()
+    with cluster_pair() as (a, b):
         a_props, b_props = a.client_properties(), b.client_properties()
         rng = random.Random(SEED)
         slots = [f"g{i:02d}" for i in range(sizes.groups)]
@@ -307,9 +283,6 @@ def run(options: BenchOptions) -> Section:
         mm2_answers = translate_groups(b_client, "A", all_groups, workdir / "mm2-client")
         final_checkpoints = latest_checkpoints(b_props, CHECKPOINTS_TOPIC, all_groups)
         syncs = offset_sync_counts(a_props, OFFSET_SYNCS_TOPIC, [tool_run.topic for tool_run in runs.values()])
-    finally:
-        b.stop()
-        a.stop()
     library: dict[str, Answers] = {tool: {} for tool in runs}
     for answer in mm2_answers:
         tool = "mm2" if answer.group in runs["mm2"].groups else "strait"
