@@ -226,7 +226,7 @@ class FlowCheckpointer(FlowUnit):
             partitions = await self._consumer_offsets_partitions()
             if partitions is not None:
                 return self._streamed_source(partitions)
-        return SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
+        return self._polling_source()
 
     async def _consumer_offsets_partitions(self) -> int | None:
         """The partition count of the source's `__consumer_offsets`; None to poll instead (said in the log)."""
@@ -245,6 +245,10 @@ class FlowCheckpointer(FlowUnit):
         else:
             self._stream_probe_at = None
         return partitions
+
+    def _polling_source(self) -> SourceGroups:
+        """MM2's way: list the groups and fetch their offsets every round (groups sharded by `stable_shard`)."""
+        return SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
 
     def _streamed_source(self, partitions: int) -> StreamedSourceGroups:
         source = StreamedSourceGroups(
@@ -270,7 +274,7 @@ class FlowCheckpointer(FlowUnit):
                 self._stream_task.cancel()
                 self._stream_task = None
                 self._warn_polling(error, "READ")
-                self._source = SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
+                self._source = self._polling_source()
                 self._note_errors(f"follow {CONSUMER_OFFSETS_TOPIC}", [])
             else:
                 self._note_errors(f"follow {CONSUMER_OFFSETS_TOPIC}", [error] if error is not None else [])
