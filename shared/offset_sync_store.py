@@ -227,6 +227,17 @@ class OffsetSyncStore:
                 return upstream_offset + runs[index].shift
         return self.translate_downstream(topic, partition, upstream_offset)
 
+    def is_exact(self, topic: str, partition: int, upstream_offset: int) -> bool:
+        """True if `translate_exact` answers exactly for this offset (inside a kept run), so later syncs cannot
+        improve the answer."""
+        if not self._read_to_end:
+            return False
+        runs = self._runs.get((topic, partition))
+        if not runs:
+            return False
+        index = bisect_right(runs, upstream_offset, key=lambda run: run.first) - 1
+        return index >= 0 and upstream_offset <= runs[index].last
+
     def sync_for(self, topic: str, partition: int, index: int) -> OffsetSync:
         """The sync stored at `index` (0 newest, 63 oldest) for a partition; for tests and diagnostics."""
         syncs = self._syncs.get((topic, partition))

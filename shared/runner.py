@@ -20,6 +20,7 @@ from shared.config.redaction import one_line
 from shared.config.service_settings import ServiceSettings
 from shared.daemon_executor import use_daemon_threads
 from shared.errors import ConfigError
+from shared.gc_tuning import tune_garbage_collector
 from shared.kafka.client_props import jaas_credentials
 from shared.loop_monitor import LoopStallMonitor
 from shared.native_output import relay_native_stderr
@@ -108,6 +109,7 @@ async def _serve(
         service = build(settings, config, registry)
     except ConfigError as exc:
         fail(prog, str(exc))
+    tune_garbage_collector()
     loop = asyncio.get_running_loop()
     use_daemon_threads(loop)
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,7 +2,9 @@
 
 Fed both by the followed checkpoints topic (what any instance wrote) and by this instance's own writes.
 Invariant: an entry is only replaced by a record at a higher offset of the checkpoints topic, so a record
-read late never hides a newer one this instance already wrote, whatever order the two arrive in.
+read late never hides a newer one this instance already wrote, whatever order the two arrive in. A record this
+instance is writing is known by its bytes when it is read back, so it is skipped without being decoded (at 10,000
+commits a second that decoding was a tenth of the service's CPU); `apply_written` keeps it once acknowledged.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from shared.records.reading import decoded
 
 _log = structlog.get_logger(__name__)
 Partition = tuple[str, int]
+OWN_WRITES_KEPT = 1_000_000  # being written and not yet read back; beyond this they are decoded as any record
 
 
 class CheckpointTable:
@@ -25,6 +28,7 @@ class CheckpointTable:
     def __init__(self, wanted: Callable[[str], bool] | None = None) -> None:
         self._wanted = wanted or (lambda _group: True)
         self._latest: dict[str, dict[Partition, tuple[int, Checkpoint]]] = {}
+        self._writing: dict[bytes, bytes] = {}  # key -> value of records this instance is writing
         self.invalid_records = 0
 
     def apply(self, checkpoint: Checkpoint, log_offset: int) -> bool:
@@ -39,9 +43,28 @@ class CheckpointTable:
         partitions[key] = (log_offset, checkpoint)
         return True
 
+    def writing(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """Records (key, value) this instance is about to write: when read back they are skipped undecoded, as the
+        writer `apply`s them itself once acknowledged."""
+        if len(self._writing) + len(records) > OWN_WRITES_KEPT:
+            self._writing.clear()
+        self._writing.update(records)
+
+    def not_writing(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """A write failed: whatever of `records` did reach the topic is read back and applied as any record."""
+        for key, _ in records:
+            self._writing.pop(key, None)
+
     def handle_records(self, records: Sequence[FollowedRecord]) -> None:
         """Apply records read from the checkpoints topic; undecodable ones are counted and skipped (as MM2)."""
-        for record, checkpoint in decoded(records, lambda key, value, _: Checkpoint.decode(key, value), self._skip):
+        writing = self._writing
+        others = []
+        for record in records:
+            if record.key is not None and record.value is not None and writing.get(record.key) == record.value:
+                del writing[record.key]
+                continue
+            others.append(record)
+        for record, checkpoint in decoded(others, lambda key, value, _: Checkpoint.decode(key, value), self._skip):
             self.apply(checkpoint, record.offset)
 
     def _skip(self, record: FollowedRecord, reason: str) -> None:

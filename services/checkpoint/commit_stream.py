@@ -120,9 +120,10 @@ class StreamedSourceGroups:
 
     A commit is often translated before the offset syncs reach its position (data-mirror writes them as it
     commits its own progress), which gives MM2's conservative answer, or none yet when nothing was copied past
-    the group's position. So a group stays *settling* for `SETTLE_S` after its last commit (up to `MAX_SETTLE_S`
-    while a partition has no translation at all) and is translated again at every changed round: a group that
-    commits and pauses is exact within about a second of its records being copied, not at the next full round.
+    the group's position. Such a group stays *settling*: it is translated again at every changed round for
+    `SETTLE_S` after each round that could not translate it exactly, and at most `MAX_SETTLE_S` after its last
+    commit, so a group that commits and pauses is exact within about a second of its records being copied, not at
+    the next full round. A group translated exactly is looked at again only when it commits (or at a full round).
     """
 
     def __init__(
@@ -189,15 +190,16 @@ class StreamedSourceGroups:
         """Committed offsets of the groups that committed since the last call or are still settling."""
         self.changed.clear()
         now = self._clock()
-        for group in self.table.drain_changed():
-            self._settling[group] = now + SETTLE_S
+        committed = self.table.drain_changed()
+        for group in committed:
             self._committed_at[group] = now
         self._settling = {group: until for group, until in self._settling.items() if until > now}
-        self._committed_at = {group: at for group, at in self._committed_at.items() if group in self._settling}
-        return self.table.offsets(sorted(self._settling))
+        self._committed_at = {g: at for g, at in self._committed_at.items() if now < at + MAX_SETTLE_S}
+        return self.table.offsets(sorted(set(committed) | self._settling.keys()))
 
     def keep_settling(self, groups: Sequence[str]) -> None:
-        """`groups` had partitions without a translation this round: look again soon, within `MAX_SETTLE_S`."""
+        """`groups` were not all translated exactly this round: look again soon, within `MAX_SETTLE_S` of their
+        last commit."""
         now = self._clock()
         for group in groups:
             committed = self._committed_at.get(group)

@@ -42,12 +42,14 @@ from shared.kafka.record_writer import RecordWriter
 from shared.kafka.topic_admin import TopicAdmin
 from shared.lease import ShardLease
 from shared.offset_sync_store import OffsetSyncStore
+from shared.records import Checkpoint
 from shared.records.reading import decoded
 
 SERVICE = "checkpoint"
 GroupSource = SourceGroups | StreamedSourceGroups
 MIN_ROUND_GAP_S = 0.05  # changed rounds never run back to back, even with a coalescing window of 0
 YIELD_EVERY_GROUPS = 200  # a round hands the event loop back this often, so 10,000 groups never hold it
+YIELD_EVERY_CHECKPOINTS = 2000
 
 
 class FlowCheckpointer(FlowUnit):
@@ -85,7 +87,9 @@ class FlowCheckpointer(FlowUnit):
             self._syncs_props = flow.target_consumer_props()
         self.store: OffsetSyncStore | None = None
         self.table = CheckpointTable(self._group_filter.should_replicate_group)
-        self._rules = CheckpointRules(flow.source, flow.target, topics.policy, topics.topic_filter, self._translate)
+        self._rules = CheckpointRules(
+            flow.source, flow.target, topics.policy, topics.topic_filter, self._translate, self._is_exact
+        )
         self._replication_factor = replication_factor
         self._timeout_s = self._settings.admin_timeout_ms / 1000
         self._target_admin: TopicAdmin | None = None
@@ -332,13 +336,15 @@ class FlowCheckpointer(FlowUnit):
     def _translate(self, topic: str, partition: int, offset: int) -> int | None:
         return None if self.store is None else self.store.translate_exact(topic, partition, offset)
 
+    def _is_exact(self, topic: str, partition: int, offset: int) -> bool:
+        return self.store is not None and self.store.is_exact(topic, partition, offset)
+
     # -- rounds ----------------------------------------------------------------------------------
     async def _emit_round(self, *, changed_only: bool = False) -> None:
         """Translate the groups' offsets and write the checkpoints that moved: every group (a full round), or only
         the groups that committed since the last round (streamed)."""
-        source, writer = self._source, self._writer
+        source = self._source
         assert source is not None
-        assert writer is not None
         started = time.monotonic()
         offsets: dict[str, GroupOffsets]
         if changed_only:
@@ -353,7 +359,7 @@ class FlowCheckpointer(FlowUnit):
         new = []
         misses = 0
         relevant = []
-        untranslated = []
+        unsettled = []  # groups whose translation later offset syncs may still improve
         for count, (group, group_offsets) in enumerate(offsets.items(), start=1):
             if count % YIELD_EVERY_GROUPS == 0:
                 await asyncio.sleep(0)
@@ -363,25 +369,14 @@ class FlowCheckpointer(FlowUnit):
             outcome = self._rules.for_group(group, group_offsets, self.table.for_group(group))
             new.extend(outcome.checkpoints)
             misses += outcome.misses
-            if outcome.misses:
-                untranslated.append(group)
+            if outcome.misses or outcome.inexact:
+                unsettled.append(group)
         if isinstance(source, StreamedSourceGroups):
-            source.keep_settling(untranslated)
+            source.keep_settling(unsettled)
         if not changed_only:
             self.relevant_groups = source.relevant = relevant
         if new:
-            records = [(checkpoint.record_key(), checkpoint.record_value()) for checkpoint in new]
-            log_offsets = await asyncio.to_thread(
-                writer.write, self.checkpoints_topic, records, timeout_s=self._timeout_s
-            )
-            acked_ms = time.time() * 1000
-            committed_ms = source.table.last_commit_ms if isinstance(source, StreamedSourceGroups) else {}
-            for checkpoint, log_offset in zip(new, log_offsets, strict=True):
-                self.table.apply(checkpoint, log_offset)
-                self._metrics.latency_ms.labels(self.flow.name).observe(acked_ms - read_ms)
-                commit_ms = committed_ms.get(checkpoint.group)
-                if changed_only and commit_ms is not None:
-                    self._metrics.commit_latency_ms.labels(self.flow.name).observe(max(0.0, acked_ms - commit_ms))
+            await self._write(new, read_ms, source, changed_only=changed_only)
         self.checkpoints_written += len(new)
         self.misses += misses
         name = self.flow.name
@@ -395,6 +390,36 @@ class FlowCheckpointer(FlowUnit):
         self._metrics.round_seconds.labels(name).observe(elapsed)
         self.last_round_ms = round(elapsed * 1000, 1)
         self.log.debug("checkpoint_round", groups=len(relevant), checkpoints=len(new), misses=misses, ms=elapsed * 1000)
+
+    async def _write(self, new: list[Checkpoint], read_ms: float, source: GroupSource, *, changed_only: bool) -> None:
+        """Write `new` and remember each as its group's last checkpoint, handing the loop back every
+        `YIELD_EVERY_CHECKPOINTS` (a first round over 10,000 groups writes 100,000 of them)."""
+        assert self._writer is not None
+        records = []
+        for count, checkpoint in enumerate(new, start=1):
+            records.append((checkpoint.record_key(), checkpoint.record_value()))
+            if count % YIELD_EVERY_CHECKPOINTS == 0:
+                await asyncio.sleep(0)
+        self.table.writing(records)
+        try:
+            log_offsets = await asyncio.to_thread(
+                self._writer.write, self.checkpoints_topic, records, timeout_s=self._timeout_s
+            )
+        except BaseException:
+            self.table.not_writing(records)
+            raise
+        acked_ms = time.time() * 1000
+        committed_ms = source.table.last_commit_ms if isinstance(source, StreamedSourceGroups) else {}
+        latency = self._metrics.latency_ms.labels(self.flow.name)
+        commit_latency = self._metrics.commit_latency_ms.labels(self.flow.name)
+        for count, (checkpoint, log_offset) in enumerate(zip(new, log_offsets, strict=True), start=1):
+            self.table.apply(checkpoint, log_offset)
+            latency.observe(acked_ms - read_ms)
+            commit_ms = committed_ms.get(checkpoint.group)
+            if changed_only and commit_ms is not None:
+                commit_latency.observe(max(0.0, acked_ms - commit_ms))
+            if count % YIELD_EVERY_CHECKPOINTS == 0:
+                await asyncio.sleep(0)
 
     async def _sync_round(self) -> None:
         assert self.syncer is not None

@@ -18,6 +18,8 @@ from shared.replication_policy import ReplicationPolicy, checkpoint_topic_name
 
 # (source topic, partition, upstream offset) -> downstream offset; None: no sync; -1: older than every sync.
 Translate = Callable[[str, int, int], int | None]
+# (source topic, partition, upstream offset) -> True if that translation is exact (later syncs cannot improve it)
+IsExact = Callable[[str, int, int], bool]
 Partition = tuple[str, int]
 _CACHE_MAX = 100_000
 
@@ -39,6 +41,7 @@ class GroupCheckpoints:
     partitions: int = 0
     misses: int = 0
     unchanged: int = 0
+    inexact: int = 0  # translated, but not exactly: newer offset syncs may still improve it
 
 
 class CheckpointRules:
@@ -54,12 +57,14 @@ class CheckpointRules:
         policy: ReplicationPolicy,
         topic_filter: TopicFilter,
         translate: Translate,
+        is_exact: IsExact | None = None,
     ) -> None:
         self.source_alias = source_alias
         self.target_alias = target_alias
         self.policy = policy
         self.topic_filter = topic_filter
         self.translate = translate
+        self.is_exact = is_exact
         self._replicated: dict[str, bool] = {}
         self._remote: dict[str, str] = {}
 
@@ -114,7 +119,10 @@ class CheckpointRules:
             checkpoint = self.checkpoint(group, topic, partition, committed)
             if checkpoint is None:
                 outcome.misses += 1
-            elif is_more_recent(checkpoint, last.get((checkpoint.topic, partition))):
+                continue
+            if self.is_exact is not None and not self.is_exact(topic, partition, committed.offset):
+                outcome.inexact += 1
+            if is_more_recent(checkpoint, last.get((checkpoint.topic, partition))):
                 outcome.checkpoints.append(checkpoint)
             else:
                 outcome.unchanged += 1

@@ -20,6 +20,9 @@ class GroupFilter(Protocol):
         ...
 
 
+KNOWN_GROUPS_MAX = 100_000
+
+
 class DefaultGroupFilter:
     """`groups` / `groups.exclude`: included by a full match of the joined include list, not excluded.
 
@@ -33,7 +36,13 @@ class DefaultGroupFilter:
     ) -> None:
         self._include = compile_pattern_list(include, key="groups")
         self._exclude = compile_pattern_list(exclude, key="groups.exclude")
+        self._known: dict[str, bool] = {}  # checkpoint asks for every commit it reads: match each name once
 
     def should_replicate_group(self, group: str) -> bool:
         """True if `group` fully matches an include pattern and no exclude pattern."""
-        return full_match(self._include, group) and not full_match(self._exclude, group)
+        known = self._known.get(group)
+        if known is None:
+            if len(self._known) >= KNOWN_GROUPS_MAX:
+                self._known.clear()
+            known = self._known[group] = full_match(self._include, group) and not full_match(self._exclude, group)
+        return known

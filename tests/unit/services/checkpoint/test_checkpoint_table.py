@@ -43,3 +43,26 @@ def test_only_wanted_groups_are_kept() -> None:
     kept, dropped = Checkpoint("keep-1", "A.t", 0, 1, 1), Checkpoint("drop", "A.t", 0, 1, 1)
     table.handle_records([record(kept, 0), record(dropped, 1)])
     assert table.groups() == ["keep-1"]
+
+
+def test_records_being_written_here_are_not_decoded_again_when_read_back() -> None:
+    table = CheckpointTable()
+    own = Checkpoint("g", "A.t", 0, 10, 10)
+    table.writing([(own.record_key(), own.record_value())])
+    other = Checkpoint("h", "A.t", 0, 7, 7)
+    table.handle_records([record(own, 5), record(other, 6)])
+    assert table.for_group("g") == {}  # left to the writer, which applies it at its acknowledged offset
+    assert table.for_group("h") == {("A.t", 0): other}
+    table.apply(own, 5)
+    newer = Checkpoint("g", "A.t", 0, 20, 20)
+    table.handle_records([record(own, 7), record(newer, 8)])  # the same bytes again: another writer's, applied
+    assert table.for_group("g") == {("A.t", 0): newer}
+
+
+def test_tombstones_and_records_of_a_failed_write_are_handled_as_any_record() -> None:
+    table = CheckpointTable()
+    own = Checkpoint("g", "A.t", 0, 10, 10)
+    table.writing([(own.record_key(), own.record_value())])
+    table.not_writing([(own.record_key(), own.record_value())])
+    table.handle_records([FollowedRecord(4, b"k", None, 0), record(own, 5)])
+    assert table.for_group("g") == {("A.t", 0): own}

@@ -133,13 +133,27 @@ def _streamed() -> tuple[StreamedSourceGroups, _Clock]:
     return source, clock
 
 
-def test_a_group_is_translated_again_for_a_while_after_its_last_commit() -> None:
+def test_a_group_translated_exactly_is_read_again_only_when_it_commits() -> None:
     source, clock = _streamed()
     source.table.handle(_Log().commit("g", "t", 0, 5).records)
     assert set(source.read_changed()) == {"g"}
+    source.keep_settling([])  # the round translated it exactly
+    assert not source.settling
+    clock.now += 1
+    assert source.read_changed() == {}
+    source.table.handle(_Log().commit("g", "t", 0, 9).records)
+    assert source.read_changed() == {"g": {("t", 0): CommittedOffset(9)}}
+
+
+def test_a_group_not_translated_exactly_is_read_again_for_a_while() -> None:
+    source, clock = _streamed()
+    source.table.handle(_Log().commit("g", "t", 0, 5).records)
+    source.read_changed()
+    source.keep_settling(["g"])  # conservative: the offset syncs had not reached its position yet
     clock.now += commit_stream.SETTLE_S - 1
     assert set(source.read_changed()) == {"g"}  # no new commit, but the offset syncs may have caught up
-    assert source.settling
+    source.keep_settling([])  # now exact
+    assert source.settling  # until the earlier round's settling time passes
     clock.now += 2
     assert source.read_changed() == {}
     assert not source.settling
@@ -149,6 +163,7 @@ def test_a_group_without_a_translation_is_looked_at_again_until_the_limit() -> N
     source, clock = _streamed()
     source.table.handle(_Log().commit("g", "t", 0, 5).records)
     source.read_changed()
+    source.keep_settling(["g"])  # no offset sync for its partition
     while clock.now < 1000.0 + commit_stream.MAX_SETTLE_S - commit_stream.SETTLE_S:
         clock.now += commit_stream.SETTLE_S - 1
         assert set(source.read_changed()) == {"g"}

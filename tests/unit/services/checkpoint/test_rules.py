@@ -28,7 +28,7 @@ def mm2_rules(store: OffsetSyncStore, topics: str = ".*") -> CheckpointRules:
 
 def exact_rules(store: OffsetSyncStore) -> CheckpointRules:
     """The rules of flow source1->target2 with Strait's exact translation, as the service runs them."""
-    return CheckpointRules("source1", "target2", POLICY, DefaultTopicFilter(), store.translate_exact)
+    return CheckpointRules("source1", "target2", POLICY, DefaultTopicFilter(), store.translate_exact, store.is_exact)
 
 
 def test_remote_names_and_fail_back_renaming() -> None:
@@ -146,3 +146,17 @@ def test_exact_translation_falls_back_to_mm2_across_a_gap() -> None:
     rules = exact_rules(store)
     assert rules.checkpoint("g", "orders", 0, CommittedOffset(30)) == Checkpoint("g", "source1.orders", 0, 30, 1)
     assert rules.checkpoint("g", "orders", 0, CommittedOffset(70)) == Checkpoint("g", "source1.orders", 0, 70, 60)
+
+
+def test_a_translation_outside_every_exact_run_is_counted_as_inexact() -> None:
+    # syncs 0..249 form one run; 300 lies beyond the newest sync and 30 across a gap after a compaction
+    store = store_with(*(("orders", 0, up, up + 1000) for up in (0, 101, 202, 249)), must_read_to_end=False)
+    store.handle(OffsetSync("gapped", 0, 0, 0))
+    store.handle(OffsetSync("gapped", 0, 60, 50))
+    rules = exact_rules(store)
+    inside = rules.for_group("g", {("orders", 0): CommittedOffset(150)}, {})
+    assert (inside.inexact, inside.misses) == (0, 0)
+    beyond = rules.for_group("g", {("orders", 0): CommittedOffset(300), ("gapped", 0): CommittedOffset(30)}, {})
+    assert (beyond.inexact, beyond.misses, len(beyond.checkpoints)) == (2, 0, 2)
+    unknown = rules.for_group("g", {("other", 0): CommittedOffset(5)}, {})
+    assert (unknown.inexact, unknown.misses) == (0, 1)
