@@ -24,7 +24,7 @@ def run(options: BenchOptions, usage: Sequence[Usage]) -> Section:
                 rows += _rows(scenario, tool, runs)
     return Section(
         key=KEY,
-        title="7. Resources",
+        title="Resources",
         method=(
             "Measured during the throughput and latency runs above (no extra runs). Every "
             f"{SAMPLE_INTERVAL_S:g} s the benchmark walks each tool's process tree with psutil: Strait is topic-sync "

@@ -1,7 +1,7 @@
 """Run the selected sections in order; a section that fails is reported as such, never stops the others.
 
-Sections 1-3 share one pair of clusters (the lab) and section 7 is computed from what 1 and 2 sampled;
-sections 4, 5 and 6 live in their own modules (`run(options) -> Section`) and start whatever they need.
+Sections 1-3 share one pair of clusters (the lab) and section 8 is computed from what 1 and 2 sampled;
+sections 4 to 7 live in their own modules (`run(options) -> Section`) and start whatever they need.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ TITLES = {
     "failover": "4. Failover precision",
     "translator": "5. Offset translator under load",
     "checkpoint": "6. Checkpoint lag after a commit",
-    "resources": "7. Resources",
+    "checkpoint_scale": "7. Checkpoints at 10,000 groups",
+    "resources": "8. Resources",
 }
-CHOICES = ("throughput", "latency", "discovery", "failover", "translator", "checkpoint")
+CHOICES = ("throughput", "latency", "discovery", "failover", "translator", "checkpoint", "checkpoint_scale")
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
     "latency": latency.run,
@@ -38,6 +39,7 @@ EXTERNAL = {
     "failover": "benchmarks.failover_precision",
     "translator": "benchmarks.translator_load",
     "checkpoint": "benchmarks.checkpoint_lag",
+    "checkpoint_scale": "benchmarks.checkpoint_scale",
 }
 
 

@@ -62,6 +62,7 @@ def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_ru
         "failover",
         "translator",
         "checkpoint",
+        "checkpoint_scale",
         "resources",
     ]
     with pytest.raises(ValueError, match="unknown section"):
