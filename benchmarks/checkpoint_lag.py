@@ -17,8 +17,7 @@ from benchmarks.cluster_pair import cluster_pair, wait_mirrored
 from benchmarks.failover_precision import mm2_properties
 from benchmarks.group_committer import TimedCommit
 from benchmarks.model import BenchOptions, Section, percentile
-from benchmarks.positions import Position
-from benchmarks.precision_data import commit_positions, produce_numbered
+from benchmarks.precision_data import prepare_groups
 from benchmarks.section_text import run_standalone
 from benchmarks.strait_processes import StraitProcesses
 from shared.kafka.factories import confluent_admin
@@ -63,13 +62,6 @@ class Contender:
 
 def _groups(topic: str, sizes: Sizes) -> list[str]:
     return [f"{topic}-g{i:02d}" for i in range(sizes.groups)]
-
-
-def _prepare(a_props: Mapping[str, str], topic: str, sizes: Sizes) -> None:
-    """The topic with its records, and every group at offset 0, so each tool knows them from its start."""
-    produce_numbered(a_props, topic, sizes.partitions, sizes.records)
-    starts = [Position(group, p, 0, "zero") for group in _groups(topic, sizes) for p in range(sizes.partitions)]
-    commit_positions(a_props, topic, starts)
 
 
 def _commit_at_random(a_props: Mapping[str, str], run: Contender, sizes: Sizes, duration_s: float) -> None:
@@ -173,7 +165,7 @@ def run(options: BenchOptions) -> Section:
     with cluster_pair() as (a, b):
         a_props, b_props = a.client_properties(), b.client_properties()
         for contender in contenders:
-            _prepare(a_props, contender.topic, sizes)
+            prepare_groups(a_props, contender.topic, sizes.partitions, sizes.records, _groups(contender.topic, sizes))
         _run_mm2(a, b, contenders[0], sizes, workdir, MM2_DEFAULT_INTERVAL_S, options.tasks)
         _run_mm2(a, b, contenders[1], sizes, workdir, 1, options.tasks)
         _run_strait(a, b, contenders[2], sizes, workdir, options.tasks)

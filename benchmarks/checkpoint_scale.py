@@ -22,8 +22,7 @@ from benchmarks.failover_precision import mm2_properties
 from benchmarks.group_committer import PacedCommitter, TimedCommit
 from benchmarks.mm2_checkpoint_connector import checkpoint_connector
 from benchmarks.model import BenchOptions, Section, percentile
-from benchmarks.positions import Position
-from benchmarks.precision_data import commit_positions, produce_numbered
+from benchmarks.precision_data import prepare_groups
 from benchmarks.section_text import run_standalone
 from benchmarks.strait_processes import StraitProcesses
 from benchmarks.usage import UsageSampler
@@ -81,13 +80,6 @@ class Run:
 
 def _groups(topic: str, sizes: Sizes) -> list[str]:
     return [f"{topic}-g{i:05d}" for i in range(sizes.groups)]
-
-
-def _prepare(a_props: Mapping[str, str], topic: str, sizes: Sizes) -> None:
-    """The topic with its records, and every group at offset 0, so each tool knows them from its start."""
-    produce_numbered(a_props, topic, sizes.partitions, sizes.records)
-    starts = [Position(group, p, 0, "zero") for group in _groups(topic, sizes) for p in range(sizes.partitions)]
-    commit_positions(a_props, topic, starts, timeout_s=600)
 
 
 def _check(alive: Callable[[], str | None]) -> None:
@@ -203,7 +195,7 @@ def _drain(follower: CheckpointFollower, alive: Callable[[], str | None]) -> Non
 
 def _run_strait(run: Run, sizes: Sizes, workdir: Path, tasks: int) -> None:
     with cluster_pair() as (a, b):
-        _prepare(a.client_properties(), run.topic, sizes)
+        prepare_groups(a.client_properties(), run.topic, sizes.partitions, sizes.records, _groups(run.topic, sizes))
         flow = {
             "topics": run.topic,
             "groups": f"{run.topic}-g.*",
@@ -237,7 +229,7 @@ def _run_strait(run: Run, sizes: Sizes, workdir: Path, tasks: int) -> None:
 def _run_mm2(run: Run, sizes: Sizes, workdir: Path, tasks: int) -> None:
     """MM2 mirrors the data (checkpoints off) and stops; then its checkpoint connector runs alone."""
     with cluster_pair() as (a, b):
-        _prepare(a.client_properties(), run.topic, sizes)
+        prepare_groups(a.client_properties(), run.topic, sizes.partitions, sizes.records, _groups(run.topic, sizes))
         groups = f"{run.topic}-g.*"
         props = mm2_properties(a, b, run.topic, groups, tasks) | {
             "A->B.emit.checkpoints.enabled": "false",

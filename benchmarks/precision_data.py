@@ -56,6 +56,14 @@ def commit_positions(
         time.sleep(1)
 
 
+def prepare_groups(props: Mapping[str, str], topic: str, partitions: int, records: int, groups: list[str]) -> None:
+    """`topic` with numbered records, and each of `groups` committed at offset 0 on every partition, so a tool
+    started afterwards knows the groups from its start."""
+    produce_numbered(props, topic, partitions, records)
+    starts = [Position(group, p, 0, "zero") for group in groups for p in range(partitions)]
+    commit_positions(props, topic, starts, timeout_s=600)
+
+
 def remote_partitions(
     source_props: Mapping[str, str], source_topic: str, target_props: Mapping[str, str], remote_topic: str
 ) -> dict[int, RemotePartition]:
