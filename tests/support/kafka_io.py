@@ -101,6 +101,43 @@ def consume_all(
         consumer.close()
 
 
+def consume_to_end(
+    props: Mapping[str, str], topic: str, *, isolation_level: str = "read_uncommitted", timeout_s: float = 120
+) -> list[Rec]:
+    """Every record up to each partition's end offset at call time, however long reading takes (within the
+    timeout); transaction markers and aborted records are passed by position, not counted."""
+    consumer: Consumer = confluent_consumer(
+        props,
+        **{"group.id": "test-reader", "enable.auto.commit": False, "isolation.level": isolation_level},
+    )
+    try:
+        count = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(count)])
+        records: list[Rec] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for msg in consumer.consume(num_messages=1000, timeout=0.5):
+                if not msg.error():
+                    records.append(
+                        Rec(
+                            msg.partition() or 0,
+                            msg.offset() or 0,
+                            msg.key(),
+                            msg.value(),
+                            list(msg.headers() or []),
+                            msg.timestamp()[1],
+                        )
+                    )
+            positions = consumer.position([TopicPartition(topic, p) for p in range(count)])
+            behind = {tp.partition: tp.offset for tp in positions if max(tp.offset, 0) < ends[tp.partition]}
+            if not behind:
+                return records
+            assert time.monotonic() < deadline, f"{topic}: positions {behind} short of the ends {ends} in {timeout_s}s"
+    finally:
+        consumer.close()
+
+
 def read_to_end(props: Mapping[str, str], topic: str, *, timeout_s: float = 60) -> list[Rec]:
     """Every record now in `topic` (all partitions), read up to the end offsets taken at the start."""
     consumer: Consumer = confluent_consumer(props, **{"group.id": "test-reader", "enable.auto.commit": False})
