@@ -4,7 +4,7 @@ Fed both by the followed checkpoints topic (what any instance wrote) and by this
 Invariant: an entry is only replaced by a record at a higher offset of the checkpoints topic, so a record
 read late never hides a newer one this instance already wrote, whatever order the two arrive in. A record this
 instance is writing is known by its bytes when it is read back, so it is skipped without being decoded (at 10,000
-commits a second that decoding was a tenth of the service's CPU); `apply_written` keeps it once acknowledged.
+commits a second that decoding was a tenth of the service's CPU); the writer `apply`s it once acknowledged.
 """
 
 from __future__ import annotations
