@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import create_topic
@@ -63,6 +63,12 @@ def produce(
     assert not errors, f"delivery failed: {errors[0]}"
 
 
+def _rec(msg: Message) -> Rec:
+    return Rec(
+        msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(), list(msg.headers() or []), msg.timestamp()[1]
+    )
+
+
 def consume_all(
     props: Mapping[str, str],
     topic: str,
@@ -86,16 +92,7 @@ def consume_all(
             for msg in consumer.consume(num_messages=1000, timeout=0.5):
                 if msg.error():
                     continue
-                records.append(
-                    Rec(
-                        msg.partition() or 0,
-                        msg.offset() or 0,
-                        msg.key(),
-                        msg.value(),
-                        list(msg.headers() or []),
-                        msg.timestamp()[1],
-                    )
-                )
+                records.append(_rec(msg))
         return records
     finally:
         consumer.close()
@@ -119,16 +116,7 @@ def consume_to_end(
         while True:
             for msg in consumer.consume(num_messages=1000, timeout=0.5):
                 if not msg.error():
-                    records.append(
-                        Rec(
-                            msg.partition() or 0,
-                            msg.offset() or 0,
-                            msg.key(),
-                            msg.value(),
-                            list(msg.headers() or []),
-                            msg.timestamp()[1],
-                        )
-                    )
+                    records.append(_rec(msg))
             positions = consumer.position([TopicPartition(topic, p) for p in range(count)])
             behind = {tp.partition: tp.offset for tp in positions if max(tp.offset, 0) < ends[tp.partition]}
             if not behind:
