@@ -54,6 +54,7 @@ def main(
 ) -> None:
     """Build the images, run the compose stack and check it end to end; exit 1 on any failure."""
     clock = Clock()
+    workdir = workdir.resolve()  # Maven and docker resolve relative paths against other directories
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "compose-check.log"
     log.write_text("")
