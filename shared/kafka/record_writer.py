@@ -3,6 +3,7 @@ heartbeats). Blocking (confluent-kafka, idempotent, acks=all); call through `asy
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,12 +18,18 @@ POLL_EVERY_RECORDS = 1000  # a poll per record is a call into librdkafka per rec
 
 
 class RecordWriter:
-    """One producer to the cluster called `cluster`; `write` is not meant for concurrent callers."""
+    """One producer to the cluster called `cluster`; concurrent `write` calls take turns.
+
+    A write ends with a flush, which waits for every queued record and runs delivery reports in the calling thread:
+    two writes at once (data-mirror's status thread beside its hand-over requests, two `to_thread` calls) would
+    wait for each other's records and could return before their own reports ran.
+    """
 
     def __init__(self, cluster: str, props: Mapping[str, str], **extra: Any) -> None:
         self.cluster = cluster
         settings = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, **extra}
         self._producer = confluent_producer(props, **settings)
+        self._one_write = threading.Lock()
 
     def write(
         self, topic: str, records: Sequence[RawRecord], *, partition: int | None = 0, timeout_s: float = 30
@@ -31,6 +38,10 @@ class RecordWriter:
 
         `partition=None` lets the producer's partitioner choose by key (set `partitioner` to match another writer).
         """
+        with self._one_write:
+            return self._write(topic, records, partition, timeout_s)
+
+    def _write(self, topic: str, records: Sequence[RawRecord], partition: int | None, timeout_s: float) -> list[int]:
         offsets = [-1] * len(records)
         failures: list[KafkaError] = []
 
