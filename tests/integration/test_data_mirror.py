@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-import pytest
 
 from shared.control import ServiceStatus, read_statuses
 from shared.localkafka import KafkaCluster
@@ -16,9 +14,10 @@ from shared.localspark import SparkStandaloneCluster
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import OffsetSync
 from shared.records.offset_sync import SyncSegment
-from tests.support.kafka_io import Rec, consume_all, consume_to_end, make_topic, produce, read_to_end
+from tests.support.kafka_io import Rec, consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.waiting import wait_until
 
 HEADERS = [("trace", b"\x00\xff\x10"), ("dup", b"1"), ("dup", b"2"), ("empty", None)]
 
@@ -97,74 +96,6 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
         for partition in range(4):
             for upstream in (0, 1, 99, 100, 1500, 12_345, 24_999):
                 assert store.translate_exact(topic, partition, upstream) == upstream
-
-
-def _end_offsets_sum(props: dict[str, str], topic: str, partitions: int) -> int:
-    from confluent_kafka import TopicPartition
-
-    from shared.kafka.factories import confluent_consumer
-
-    consumer = confluent_consumer(props, **{"group.id": "test-ends"})
-    try:
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions))
-    finally:
-        consumer.close()
-
-
-def _wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
-def test_kill_9_mid_stream_loses_nothing(
-    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, exactly_once: bool
-) -> None:
-    topic, partitions, per_partition = f"crash-{unique}", 4, 30_000
-    total = partitions * per_partition
-    make_topic(cluster_a.client_properties(), topic, partitions=partitions)
-    make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
-    for p in range(partitions):
-        produce(
-            cluster_a.client_properties(),
-            topic,
-            [(None, f"{p}:{i}".encode()) for i in range(per_partition)],
-            partition=p,
-        )
-    flow = {"exactly.once.support": "enabled"} if exactly_once else {}
-    config = _config(tmp_path, cluster_a, cluster_b, topic, **flow)
-    target = cluster_b.client_properties()
-    first = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}).start()
-    try:
-        _wait_until(lambda: _end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
-    finally:
-        first.kill()
-    assert _end_offsets_sum(target, f"A.{topic}", partitions) < total, "the crash came too late to test anything"
-
-    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as second:
-        isolation = "read_committed" if exactly_once else "read_uncommitted"
-        records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level=isolation)
-        time.sleep(2)  # copies still on their way (duplicates) land by now
-        records = consume_to_end(target, f"A.{topic}", isolation_level=isolation)
-        assert second.stop() == 0
-
-    seen: dict[bytes, int] = {}
-    for record in records:
-        assert record.value is not None
-        seen[record.value] = seen.get(record.value, 0) + 1
-    missing = [f"{p}:{i}" for p in range(partitions) for i in range(per_partition) if f"{p}:{i}".encode() not in seen]
-    duplicates = len(records) - len(seen)
-    print(f"\n{'exactly-once' if exactly_once else 'at-least-once'}: lost={len(missing)} duplicates={duplicates}")
-    assert not missing, f"{len(missing)} records lost, e.g. {missing[:5]}"
-    if exactly_once:
-        assert duplicates == 0
-    else:
-        # Re-copied records are one uncommitted epoch per partition: a single contiguous block of offsets.
-        for p in range(partitions):
-            twice = sorted(int(v.split(b":")[1]) for v, n in seen.items() if n > 1 and v.startswith(f"{p}:".encode()))
-            assert twice == list(range(twice[0], twice[0] + len(twice))) if twice else True
 
 
 def test_new_topic_is_mirrored_without_restart(
@@ -275,10 +206,10 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
     killed = None
     try:
         with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
-            _wait_until(lambda: _end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
+            wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
             killed = _worker_running_tasks(spark_standalone)
             spark_standalone.kill_worker(killed)
-            assert _end_offsets_sum(target, f"A.{topic}", partitions) < total, "the kill came too late to test anything"
+            assert end_offsets_sum(target, f"A.{topic}", partitions) < total, "the kill came too late to test anything"
             records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level="read_committed")
             time.sleep(2)  # copies still on their way (duplicates) land by now
             records = consume_to_end(target, f"A.{topic}", isolation_level="read_committed")

@@ -138,3 +138,12 @@ def read_to_end(props: Mapping[str, str], topic: str, *, timeout_s: float = 60) 
     records = consume_all(props, topic, expected, timeout_s=timeout_s, partitions=count)
     assert len(records) >= expected, f"read {len(records)} of {expected} records of {topic} within {timeout_s}s"
     return records
+
+
+def end_offsets_sum(props: Mapping[str, str], topic: str, partitions: int) -> int:
+    """The sum of the end offsets of `topic`'s first `partitions` partitions: how many records it has taken in."""
+    consumer = confluent_consumer(props, **{"group.id": "test-ends"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions))
+    finally:
+        consumer.close()

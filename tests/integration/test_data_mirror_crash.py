@@ -1,0 +1,71 @@
+"""data-mirror killed with SIGKILL mid-stream, in both delivery modes: nothing lost, and exactly-once repeats nothing.
+
+Apart from test_data_mirror.py so that the two longest data-mirror tests can run beside the others (pytest-xdist
+spreads whole files over its workers).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from shared.localkafka import KafkaCluster
+from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic, produce
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+from tests.support.waiting import wait_until
+
+
+def _config(tmp_path: Path, a: KafkaCluster, b: KafkaCluster, topic: str, **flow: str) -> Path:
+    return write_mm2_config(tmp_path / "mm2.properties", {"A": a, "B": b}, {"A->B": {"topics": topic, **flow}})
+
+
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+def test_kill_9_mid_stream_loses_nothing(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, exactly_once: bool
+) -> None:
+    topic, partitions, per_partition = f"crash-{unique}", 4, 30_000
+    total = partitions * per_partition
+    make_topic(cluster_a.client_properties(), topic, partitions=partitions)
+    make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
+    for p in range(partitions):
+        produce(
+            cluster_a.client_properties(),
+            topic,
+            [(None, f"{p}:{i}".encode()) for i in range(per_partition)],
+            partition=p,
+        )
+    flow = {"exactly.once.support": "enabled"} if exactly_once else {}
+    config = _config(tmp_path, cluster_a, cluster_b, topic, **flow)
+    target = cluster_b.client_properties()
+    first = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}).start()
+    try:
+        wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
+    finally:
+        first.kill()
+    assert end_offsets_sum(target, f"A.{topic}", partitions) < total, "the crash came too late to test anything"
+
+    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as second:
+        isolation = "read_committed" if exactly_once else "read_uncommitted"
+        records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level=isolation)
+        time.sleep(2)  # copies still on their way (duplicates) land by now
+        records = consume_to_end(target, f"A.{topic}", isolation_level=isolation)
+        assert second.stop() == 0
+
+    seen: dict[bytes, int] = {}
+    for record in records:
+        assert record.value is not None
+        seen[record.value] = seen.get(record.value, 0) + 1
+    missing = [f"{p}:{i}" for p in range(partitions) for i in range(per_partition) if f"{p}:{i}".encode() not in seen]
+    duplicates = len(records) - len(seen)
+    print(f"\n{'exactly-once' if exactly_once else 'at-least-once'}: lost={len(missing)} duplicates={duplicates}")
+    assert not missing, f"{len(missing)} records lost, e.g. {missing[:5]}"
+    if exactly_once:
+        assert duplicates == 0
+    else:
+        # Re-copied records are one uncommitted epoch per partition: a single contiguous block of offsets.
+        for p in range(partitions):
+            twice = sorted(int(v.split(b":")[1]) for v, n in seen.items() if n > 1 and v.startswith(f"{p}:".encode()))
+            assert twice == list(range(twice[0], twice[0] + len(twice))) if twice else True
