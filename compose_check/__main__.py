@@ -124,7 +124,10 @@ def _replication_checks(clock: Clock) -> list[checks.Check]:
     clock.say(f"committing {group} on A after the last record; asking the translator where it resumes on B")
     checks.commit_after_last(flow, trip, group)
     answer = checks.wait_for(checks.translator_answer(TRANSLATOR_URL, flow, group, trip), timeout_s=120)
-    return [reached, answer]
+    if not answer.passed:
+        return [reached, answer]
+    clock.say(f"failing {group} over to B through the translator")
+    return [reached, answer, checks.failover_moves_group(TRANSLATOR_URL, flow, group, trip)]
 
 
 def _show_logs(services: list[str], log: Path) -> None:

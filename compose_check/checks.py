@@ -225,6 +225,28 @@ def translator_answer(translator_url: str, flow: FlowConfig, group: str, trip: R
     return probe
 
 
+def failover_moves_group(translator_url: str, flow: FlowConfig, group: str, trip: RecordTrip) -> Check:
+    """POST the failover for `group`; then its committed offsets on B must be the exact resume points."""
+    name = f"failover through the translator commits {group} on B where it resumes"
+    url = f"{translator_url}/v1/flows/{flow.source}/{flow.target}/failover"
+    expected = expected_target_offsets(trip)
+    try:
+        response = httpx.post(url, json={"group": group}, timeout=30)
+    except httpx.HTTPError as exc:
+        return Check(name, False, f"POST {url}: {exc}")
+    if response.status_code != 200 or not response.json().get("applied"):
+        return Check(name, False, f"POST {url}: HTTP {response.status_code} {response.text[:300]}")
+    consumer = confluent_consumer(flow.target_cluster.consumer_props(), **{"group.id": group})
+    try:
+        asked = [TopicPartition(trip.remote_topic, partition) for partition in sorted(expected)]
+        committed = {tp.partition: tp.offset for tp in consumer.committed(asked, timeout=30)}
+    finally:
+        consumer.close()
+    if committed != expected:
+        return Check(name, False, f"committed on B {committed}, expected {expected}")
+    return Check(name, True, f"HTTP 200, applied; {len(committed)} partitions committed on B at the exact offsets")
+
+
 # -- Prometheus and the dashboard --------------------------------------------------------------------------------
 def scrape_jobs() -> set[str]:
     """The jobs deploy/prometheus/prometheus.yml scrapes."""
