@@ -81,14 +81,14 @@ def main(
             states = service_states()
             results.append(checks.services_healthy(states, services))
             _show_logs([state.service for state in states if not checks.is_healthy(state)], log)
-            raise typer.Exit(_report(clock, provided, [], results, left_out)) from exc
-        clock.say("stack is up; checking it")
-        strait_images = [image_facts(image) for image in built_images(load_compose())]
-        results.append(checks.services_healthy(service_states(), services))
-        results.append(checks.images_run_unprivileged(strait_images))
-        results.extend(_replication_checks(clock))
-        results.append(checks.wait_for(checks.prometheus_targets_up(PROMETHEUS_URL), timeout_s=90))
-        results.append(checks.dashboard_metrics_scraped(PROMETHEUS_URL))
+        else:
+            clock.say("stack is up; checking it")
+            strait_images = [image_facts(image) for image in built_images(load_compose())]
+            results.append(checks.services_healthy(service_states(), services))
+            results.append(checks.images_run_unprivileged(strait_images))
+            results.extend(_replication_checks(clock))
+            results.append(checks.wait_for(checks.prometheus_targets_up(PROMETHEUS_URL), timeout_s=90))
+            results.append(checks.dashboard_metrics_scraped(PROMETHEUS_URL))
     finally:
         if not keep_running:
             clock.say("docker compose down -v")
