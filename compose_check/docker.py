@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shared.errors import StraitError
 
@@ -57,13 +58,13 @@ def compose(*args: str, timeout_s: float = 120, log: Path | None = None) -> str:
     return run(["docker", "compose", "-f", str(COMPOSE_FILE), *args], timeout_s=timeout_s, log=log)
 
 
-def image_exists(ref: str) -> bool:
-    """Whether the local image store holds `ref`."""
+def inspect_image(ref: str) -> dict[str, Any] | None:
+    """`docker image inspect` of a local image; None when the local store does not hold it."""
     try:
-        run(["docker", "image", "inspect", ref], timeout_s=30)
+        info: dict[str, Any] = json.loads(run(["docker", "image", "inspect", ref], timeout_s=30))[0]
     except DockerError:
-        return False
-    return True
+        return None
+    return info
 
 
 def pull_error(ref: str, *, timeout_s: float = 300) -> str | None:
@@ -73,12 +74,6 @@ def pull_error(ref: str, *, timeout_s: float = 300) -> str | None:
     except DockerError as exc:
         return exc.message.splitlines()[-1][-300:]
     return None
-
-
-def image_labels(ref: str) -> dict[str, str]:
-    """The labels of a local image."""
-    info = json.loads(run(["docker", "image", "inspect", ref], timeout_s=30))[0]
-    return dict(info["Config"].get("Labels") or {})
 
 
 @dataclass(frozen=True)
@@ -97,7 +92,9 @@ class ImageFacts:
 
 def image_facts(ref: str) -> ImageFacts:
     """Size and configured user of a local image."""
-    info = json.loads(run(["docker", "image", "inspect", ref], timeout_s=30))[0]
+    info = inspect_image(ref)
+    if info is None:
+        raise DockerError(f"image {ref} is not in the local image store")
     return ImageFacts(ref=ref, size_bytes=int(info["Size"]), user=str(info["Config"].get("User") or ""))
 
 

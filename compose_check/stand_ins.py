@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from compose_check.docker import REPO, DockerError, image_exists, image_labels, pull_error, run
+from compose_check.docker import REPO, DockerError, inspect_image, pull_error, run
 
 STAND_IN_FOLDERS = REPO / "deploy" / "docker" / "stand-ins"
 KAFKA_POM = REPO / "deploy" / "kafka" / "pom.xml"
@@ -67,8 +67,9 @@ def provide(images: list[str], workdir: Path, log: Path, say: Callable[[str], No
     """Make every image available: keep, pull, or build its stand-in; report those that cannot be had."""
     results = []
     for image in images:
-        if image_exists(image):
-            folder = image_labels(image).get(STAND_IN_LABEL)
+        info = inspect_image(image)
+        if info is not None:
+            folder = (info["Config"].get("Labels") or {}).get(STAND_IN_LABEL)
             origin = f"a stand-in built earlier from deploy/docker/stand-ins/{folder}" if folder else ""
             results.append(Provided(image, "present", origin))
             continue
@@ -122,7 +123,7 @@ def resolve_kafka_jars(version: str, into: Path, log: Path) -> None:
 
 def ensure_base_image(workdir: Path, log: Path) -> None:
     """A minimal Debian bookworm image from debootstrap, trusting this machine's local CAs as the host does."""
-    if image_exists(BASE_IMAGE):
+    if inspect_image(BASE_IMAGE) is not None:
         return
     rootfs = workdir / "rootfs"
     shutil.rmtree(rootfs, ignore_errors=True)
