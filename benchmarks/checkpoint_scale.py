@@ -106,9 +106,11 @@ def _first_round(follower: CheckpointFollower, total: int, alive: Callable[[], s
 
 
 def _loop_stalls(metrics_url: str) -> dict[str, float]:
-    """The checkpoint service's event-loop stall histogram: samples, samples over 100 ms, longest since start."""
+    """The checkpoint service's event-loop stall histograms (samples, samples within 100 ms late and held, longest
+    since start) and its full garbage collections (count, seconds in all, longest since start)."""
     text = httpx.get(metrics_url, timeout=10).text
-    found = {"samples": 0.0, "within_limit": 0.0, "max_s": 0.0}
+    found = dict.fromkeys(("samples", "within_limit", "max_s", "held_within_limit", "held_max_s"), 0.0)
+    found |= dict.fromkeys(("full_gcs", "full_gc_s", "gc_max_s"), 0.0)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "strait_event_loop_stall_seconds_count":
@@ -117,6 +119,16 @@ def _loop_stalls(metrics_url: str) -> dict[str, float]:
                 found["within_limit"] = sample.value
             elif sample.name == "strait_event_loop_stall_max_seconds":
                 found["max_s"] = sample.value
+            elif sample.name == "strait_event_loop_held_seconds_bucket" and float(sample.labels["le"]) == 0.1:
+                found["held_within_limit"] = sample.value
+            elif sample.name == "strait_event_loop_held_max_seconds":
+                found["held_max_s"] = sample.value
+            elif sample.name == "strait_gc_pause_seconds_count" and sample.labels["generation"] == "2":
+                found["full_gcs"] = sample.value
+            elif sample.name == "strait_gc_pause_seconds_sum" and sample.labels["generation"] == "2":
+                found["full_gc_s"] = sample.value
+            elif sample.name == "strait_gc_pause_max_seconds":
+                found["gc_max_s"] = sample.value
     return found
 
 
@@ -156,6 +168,12 @@ def _measure(
             "over_100ms": (after["samples"] - after["within_limit"])
             - (stalls_before["samples"] - stalls_before["within_limit"]),
             "max_since_start_ms": round(after["max_s"] * 1000, 1),
+            "held_over_100ms": (after["samples"] - after["held_within_limit"])
+            - (stalls_before["samples"] - stalls_before["held_within_limit"]),
+            "held_max_since_start_ms": round(after["held_max_s"] * 1000, 1),
+            "full_gcs": after["full_gcs"] - stalls_before["full_gcs"],
+            "full_gc_ms": round((after["full_gc_s"] - stalls_before["full_gc_s"]) * 1000, 1),
+            "longest_gc_since_start_ms": round(after["gc_max_s"] * 1000, 1),
         }
     _drain(follower, alive)
     run.peak_rss_mib = sampler.finish().peak_total_rss_mib
@@ -349,7 +367,13 @@ def run(options: BenchOptions) -> Section:
         f"Strait's event loop during the commits: {stalls.get('over_100ms', 0):.0f} of "
         f"{stalls.get('samples', 0):.0f} samples (every 50 ms) late by more than {STALL_LIMIT_S * 1000:.0f} ms; "
         f"longest since the service started {stalls.get('max_since_start_ms', 0):.0f} ms. On 2 cores shared with "
-        "two brokers and the committing client, a sample is also late when the process is not scheduled.",
+        "two brokers and the committing client, a sample is also late when the process is not scheduled; held "
+        f"(the loop's thread computing) more than {STALL_LIMIT_S * 1000:.0f} ms: "
+        f"{stalls.get('held_over_100ms', 0):.0f} samples, the longest since the start "
+        f"{stalls.get('held_max_since_start_ms', 0):.0f} ms. Full "
+        f"garbage collections during the commits: {stalls.get('full_gcs', 0):.0f}, "
+        f"{stalls.get('full_gc_ms', 0):.0f} ms in all; the longest collection since the start "
+        f"{stalls.get('longest_gc_since_start_ms', 0):.0f} ms.",
         f"First round (every group-partition checkpointed at offset 0): Strait {strait.first_round_s or 0:.1f} s "
         f"after the data was mirrored, {strait.checkpointed_at_start:,} of {total:,}; MM2 "
         f"{mm2.first_round_s or 0:.1f} s after its connector's start (JVM start included), "

@@ -107,6 +107,7 @@ class OffsetSyncStore:
         self._syncs: dict[TopicPartition, list[_StoredSync]] = {}
         self._last_received: dict[TopicPartition, _StoredSync] = {}
         self._runs: dict[TopicPartition, list[_Run]] = {}
+        self.rewinds = 0  # syncs that went back in either offset: earlier exact answers may no longer hold
 
     @property
     def read_to_end(self) -> bool:
@@ -147,6 +148,7 @@ class OffsetSyncStore:
             return
         if previous is not None and (new.upstream < previous.upstream or new.downstream < previous.downstream):
             runs.clear()  # a rewind: what older runs say about these offsets may no longer hold
+            self.rewinds += 1
         runs.append(_Run(new.upstream, new.upstream, new.downstream - new.upstream))
         if len(runs) > RUNS_PER_PARTITION:
             del runs[0]

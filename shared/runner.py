@@ -20,6 +20,7 @@ from shared.config.redaction import one_line
 from shared.config.service_settings import ServiceSettings
 from shared.daemon_executor import use_daemon_threads
 from shared.errors import ConfigError
+from shared.gc_monitor import GcPauseMonitor
 from shared.gc_tuning import tune_garbage_collector
 from shared.kafka.client_props import jaas_credentials
 from shared.loop_monitor import LoopStallMonitor
@@ -124,6 +125,7 @@ async def _serve(
     server.start()
     monitor = LoopStallMonitor(registry)
     stalls = asyncio.create_task(monitor.run(), name="loop-stall-monitor")
+    collections = GcPauseMonitor(registry).install()
     started = time.monotonic()
     log.info("service_starting", instance=settings.instance_id, metrics_port=server.port)
     try:
@@ -137,11 +139,14 @@ async def _serve(
         await service.stop()
         server.stop()
         stalls.cancel()
+        collections.uninstall()
     log.info(
         "service_stopped",
         instance=settings.instance_id,
         uptime_s=round(time.monotonic() - started, 1),
         longest_loop_stall_ms=round(monitor.worst_s * 1000, 1),
+        longest_loop_held_ms=round(monitor.worst_held_s * 1000, 1),
+        longest_gc_pause_ms=round(collections.worst_s * 1000, 1),
         crashed=repr(service.crashed) if service.crashed else None,
     )
     return EXIT_CRASHED if service.crashed else 0

@@ -103,6 +103,17 @@ class CommittedOffsetsTable:
         changed, self._changed = sorted(self._changed), set()
         return changed
 
+    def pending_changes(self) -> frozenset[str]:
+        """Groups with commits not yet drained (without draining them)."""
+        return frozenset(self._changed)
+
+    def groups(self) -> list[str]:
+        """Every group known."""
+        return list(self._groups)
+
+    def __contains__(self, group: object) -> bool:
+        return group in self._groups
+
     @property
     def has_changes(self) -> bool:
         return bool(self._changed)
@@ -144,6 +155,7 @@ class StreamedSourceGroups:
         self._count_records = count_records
         self.table = CommittedOffsetsTable(wanted)
         self._settling: dict[str, float] = {}  # group -> monotonic time it stops settling
+        self._final: dict[str, bool] = {}  # group -> relevant: translated for good until its next commit
         self._committed_at: dict[str, float] = {}  # group -> monotonic time its last commit was seen
         self.changed = asyncio.Event()
         self.relevant: list[str] = []
@@ -178,8 +190,31 @@ class StreamedSourceGroups:
             self.changed.set()
 
     async def read(self) -> tuple[dict[str, GroupOffsets], Mapping[str, KafkaOperationError]]:
-        """Committed offsets of every group known here (a full round: idle groups are translated again too)."""
-        return self.table.offsets(), {}
+        """Committed offsets of every group known here that a full round may still translate differently: all but
+        the groups translated for good (exactly, or not relevant) that did not commit since."""
+        for group in self.table.pending_changes():
+            self._final.pop(group, None)
+        table = self.table
+        self._final = {group: relevant for group, relevant in self._final.items() if group in table}
+        return table.offsets([group for group in table.groups() if group not in self._final]), {}
+
+    def translated_for_good(self, groups: Mapping[str, bool]) -> None:
+        """`groups` (group -> relevant) were translated exactly at their current commits, or have no replicated
+        partition: until they commit again, later offset syncs cannot change their checkpoints, so full rounds
+        leave them out (an idle group costs nothing then; MM2 translates every group every interval), and a group
+        that was settling stops: nothing later can improve its checkpoints."""
+        self._final.update(groups)
+        for group in groups:
+            self._settling.pop(group, None)
+
+    def relevant_translated_for_good(self) -> list[str]:
+        """Relevant groups left out of full rounds (translated for good)."""
+        table = self.table
+        return [group for group, relevant in self._final.items() if relevant and group in table]
+
+    def translate_all_again(self) -> None:
+        """Offset syncs rewound (a recreated or re-copied topic): every group is translated at the next full round."""
+        self._final.clear()
 
     @property
     def settling(self) -> bool:
@@ -193,6 +228,7 @@ class StreamedSourceGroups:
         committed = self.table.drain_changed()
         for group in committed:
             self._committed_at[group] = now
+            self._final.pop(group, None)
         self._settling = {group: until for group, until in self._settling.items() if until > now}
         self._committed_at = {g: at for g, at in self._committed_at.items() if now < at + MAX_SETTLE_S}
         return self.table.offsets(sorted(set(committed) | self._settling.keys()))

@@ -108,6 +108,7 @@ class FlowCheckpointer(FlowUnit):
         self.misses = 0
         self.invalid_syncs = 0
         self.last_round_ms: float | None = None
+        self._sync_rewinds_seen = 0
         self._errors: dict[str, str] = {}
 
     @property
@@ -346,6 +347,10 @@ class FlowCheckpointer(FlowUnit):
         source = self._source
         assert source is not None
         started = time.monotonic()
+        streamed = source if isinstance(source, StreamedSourceGroups) else None
+        if streamed is not None and self.store is not None and self.store.rewinds != self._sync_rewinds_seen:
+            self._sync_rewinds_seen = self.store.rewinds
+            streamed.translate_all_again()
         offsets: dict[str, GroupOffsets]
         if changed_only:
             assert isinstance(source, StreamedSourceGroups)
@@ -360,10 +365,12 @@ class FlowCheckpointer(FlowUnit):
         misses = 0
         relevant = []
         unsettled = []  # groups whose translation later offset syncs may still improve
+        final: dict[str, bool] = {}  # groups whose checkpoints no later offset sync changes (group -> relevant)
         for count, (group, group_offsets) in enumerate(offsets.items(), start=1):
             if count % YIELD_EVERY_GROUPS == 0:
                 await asyncio.sleep(0)
             if not self._rules.relevant(group_offsets):
+                final[group] = False
                 continue
             relevant.append(group)
             outcome = self._rules.for_group(group, group_offsets, self.table.for_group(group))
@@ -371,12 +378,18 @@ class FlowCheckpointer(FlowUnit):
             misses += outcome.misses
             if outcome.misses or outcome.inexact:
                 unsettled.append(group)
-        if isinstance(source, StreamedSourceGroups):
-            source.keep_settling(unsettled)
+            else:
+                final[group] = True
+        if streamed is not None:
+            streamed.keep_settling(unsettled)
+            if not changed_only:
+                relevant.extend(streamed.relevant_translated_for_good())
         if not changed_only:
             self.relevant_groups = source.relevant = relevant
         if new:
             await self._write(new, read_ms, source, changed_only=changed_only)
+        if streamed is not None:
+            streamed.translated_for_good(final)  # written: full rounds can leave them out until they commit
         self.checkpoints_written += len(new)
         self.misses += misses
         name = self.flow.name

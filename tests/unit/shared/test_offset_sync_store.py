@@ -438,6 +438,14 @@ def test_downstream_rewind_forgets_older_runs() -> None:
     sync(store, 520, 10)
     assert exact(store, 250) == translate(store, 250)
     assert exact(store, 515) == 5
+    assert store.rewinds == 1  # checkpoint translates every group again after this
+
+
+def test_syncs_that_only_advance_are_no_rewind() -> None:
+    store = started_store()
+    sync_every_ten(store, 0, 500)
+    sync(store, 600, 650)  # a gap, not a rewind
+    assert store.rewinds == 0
 
 
 def test_only_the_newest_runs_are_kept() -> None:

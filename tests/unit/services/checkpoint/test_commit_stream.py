@@ -172,3 +172,50 @@ def test_a_group_without_a_translation_is_looked_at_again_until_the_limit() -> N
     source.keep_settling(["g"])
     clock.now += commit_stream.SETTLE_S
     assert source.read_changed() == {}  # left to the full rounds
+
+
+async def test_full_rounds_leave_out_groups_translated_for_good_until_they_commit() -> None:
+    source, _clock = _streamed()
+    source.table.handle(_Log().commit("exact", "t", 0, 5).commit("other", "u", 0, 1).commit("open", "t", 1, 3).records)
+    first, _ = await source.read()
+    assert set(first) == {"exact", "other", "open"}
+    source.read_changed()
+    source.translated_for_good({"exact": True, "other": False})  # "open" was translated conservatively
+    again, _ = await source.read()
+    assert set(again) == {"open"}
+    assert source.relevant_translated_for_good() == ["exact"]
+    source.table.handle(_Log().commit("exact", "t", 0, 9).records)
+    assert set((await source.read())[0]) == {"exact", "open"}  # a commit not yet drained counts already
+
+
+async def test_a_group_forgotten_is_no_longer_counted_as_translated_for_good() -> None:
+    source, _clock = _streamed()
+    source.table.handle(_Log().commit("g", "t", 0, 5).records)
+    source.read_changed()
+    source.translated_for_good({"g": True})
+    source.table.forget("g")
+    assert source.relevant_translated_for_good() == []
+    source.table.handle(_Log().commit("g", "t", 0, 1).records)  # made again and committed: translated again
+    assert set((await source.read())[0]) == {"g"}
+
+
+async def test_after_offset_syncs_rewound_every_group_is_translated_again() -> None:
+    source, _clock = _streamed()
+    source.table.handle(_Log().commit("a", "t", 0, 5).commit("b", "t", 1, 5).records)
+    source.read_changed()
+    source.translated_for_good({"a": True, "b": True})
+    assert (await source.read())[0] == {}
+    source.translate_all_again()
+    assert set((await source.read())[0]) == {"a", "b"}
+
+
+def test_a_settling_group_translated_for_good_stops_settling_at_once() -> None:
+    source, clock = _streamed()
+    source.table.handle(_Log().commit("g", "t", 0, 5).commit("h", "t", 1, 5).records)
+    source.read_changed()
+    source.keep_settling(["g", "h"])  # no offset syncs yet for either
+    clock.now += 1
+    assert set(source.read_changed()) == {"g", "h"}
+    source.translated_for_good({"g": True})  # the syncs arrived for g's partition
+    clock.now += 1
+    assert set(source.read_changed()) == {"h"}
