@@ -6,8 +6,9 @@ translation start. Both topics are followed afterwards, so checkpoints that othe
 seen when a shard moves here.
 
 The groups' committed offsets come from the source's `__consumer_offsets`, followed as a stream (commit_stream.py):
-a commit is checkpointed within `strait.checkpoints.coalesce.ms`, and every `emit.checkpoints.interval.seconds` all
-known groups are translated again (new offset syncs can make an idle group's checkpoint exact). Where that topic
+a commit is checkpointed within `strait.checkpoints.coalesce.ms`, and every `emit.checkpoints.interval.seconds` the
+groups not yet translated exactly are translated again (new offset syncs can make an idle group's checkpoint exact;
+nothing can change an exact one until the group commits). Where that topic
 cannot be read, checkpoint polls every group's offsets each interval, as MM2 does (`strait.checkpoints.source`:
 auto falls back with a warning, stream insists, poll never streams). Groups are split over instances by a
 ShardLease: by `stable_shard` when polling, by their `__consumer_offsets` partition when streaming.
@@ -38,7 +39,7 @@ from shared.flow_unit import FlowUnit
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.kafka.group_offsets import GroupAdmin, GroupOffsets
 from shared.kafka.group_requests import GroupOffsetsClient
-from shared.kafka.record_writer import RecordWriter
+from shared.kafka.record_writer import LoopRecordWriter
 from shared.kafka.topic_admin import TopicAdmin
 from shared.lease import ShardLease
 from shared.offset_sync_store import OffsetSyncStore
@@ -101,7 +102,7 @@ class FlowCheckpointer(FlowUnit):
         self._source: GroupSource | None = None
         self._stream_task: asyncio.Task[None] | None = None
         self._stream_probe_at: float | None = None  # when to look for `__consumer_offsets` again (not there yet)
-        self._writer: RecordWriter | None = None
+        self._writer: LoopRecordWriter | None = None
         self.syncer: GroupOffsetSyncer | None = None
         self.relevant_groups: list[str] = []
         self.checkpoints_written = 0
@@ -150,7 +151,7 @@ class FlowCheckpointer(FlowUnit):
         )
         await self.lease.start()
         self._source = await self._open_source()
-        self._writer = RecordWriter(self.flow.target, self.flow.target_producer_props())
+        self._writer = LoopRecordWriter(self.flow.target, self.flow.target_producer_props())
         if self._settings.sync_group_offsets_enabled:
             self.syncer = GroupOffsetSyncer(
                 self.flow.name,
@@ -305,7 +306,7 @@ class FlowCheckpointer(FlowUnit):
         if self.syncer is not None:
             await self.syncer.close()
         if self._writer is not None:
-            await asyncio.to_thread(self._writer.close)
+            await self._writer.close()
 
     async def publish_status(self, state: State | None = None) -> None:
         """Publish the flow's status now; never raises."""
@@ -386,6 +387,7 @@ class FlowCheckpointer(FlowUnit):
                 relevant.extend(streamed.relevant_translated_for_good())
         if not changed_only:
             self.relevant_groups = source.relevant = relevant
+        translated = time.monotonic()
         if new:
             await self._write(new, read_ms, source, changed_only=changed_only)
         if streamed is not None:
@@ -402,7 +404,15 @@ class FlowCheckpointer(FlowUnit):
         elapsed = time.monotonic() - started
         self._metrics.round_seconds.labels(name).observe(elapsed)
         self.last_round_ms = round(elapsed * 1000, 1)
-        self.log.debug("checkpoint_round", groups=len(relevant), checkpoints=len(new), misses=misses, ms=elapsed * 1000)
+        self.log.debug(
+            "checkpoint_round",
+            groups=len(relevant),
+            translated=len(offsets),
+            checkpoints=len(new),
+            misses=misses,
+            ms=round(elapsed * 1000, 1),
+            write_ms=round((time.monotonic() - translated) * 1000, 1),
+        )
 
     async def _write(self, new: list[Checkpoint], read_ms: float, source: GroupSource, *, changed_only: bool) -> None:
         """Write `new` and remember each as its group's last checkpoint, handing the loop back every
@@ -415,9 +425,7 @@ class FlowCheckpointer(FlowUnit):
                 await asyncio.sleep(0)
         self.table.writing(records)
         try:
-            log_offsets = await asyncio.to_thread(
-                self._writer.write, self.checkpoints_topic, records, timeout_s=self._timeout_s
-            )
+            log_offsets = await self._writer.write(self.checkpoints_topic, records, timeout_s=self._timeout_s)
         except BaseException:
             self.table.not_writing(records)
             raise
