@@ -50,16 +50,19 @@ class _Deliveries:
 
         return delivered
 
-    def produce(self, producer: Producer, index: int, record: RawRecord, partition: int | None) -> None:
-        """Queue one record; BufferError when the local queue is full (the caller lets deliveries drain it)."""
+    def try_produce(self, producer: Producer, index: int, record: RawRecord, partition: int | None) -> bool:
+        """Queue one record; False when the local queue is full (the caller lets deliveries drain it, then retries)."""
         key, value = record
         try:
             if partition is None:
                 producer.produce(self._topic, value=value, key=key, on_delivery=self.report(index))
             else:
                 producer.produce(self._topic, value=value, key=key, partition=partition, on_delivery=self.report(index))
+        except BufferError:
+            return False
         except KafkaException as exc:
             raise cluster_error(exc, cluster=self._cluster, operation="produce", resource=self._topic) from exc
+        return True
 
     def not_acknowledged(self, remaining: int, timeout_s: float) -> KafkaOperationError:
         return KafkaOperationError(
@@ -102,12 +105,8 @@ class RecordWriter:
     def _write(self, topic: str, records: Sequence[RawRecord], partition: int | None, timeout_s: float) -> list[int]:
         deliveries = _Deliveries(self.cluster, topic, len(records))
         for index, record in enumerate(records):
-            while True:
-                try:
-                    deliveries.produce(self._producer, index, record, partition)
-                    break
-                except BufferError:
-                    self._producer.poll(0.1)  # the local queue is full: let deliveries drain it
+            while not deliveries.try_produce(self._producer, index, record, partition):
+                self._producer.poll(0.1)  # the local queue is full: let deliveries drain it
             if index % POLL_EVERY_RECORDS == 0:
                 self._producer.poll(0)  # serve delivery reports now and then; flush serves the rest
         remaining = self._producer.flush(timeout_s)
@@ -141,13 +140,9 @@ class LoopRecordWriter:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout_s
             for index, record in enumerate(records):
-                while True:
-                    try:
-                        deliveries.produce(self._producer, index, record, partition)
-                        break
-                    except BufferError:
-                        self._producer.poll(0)  # the local queue is full: serve reports, let it drain
-                        await asyncio.sleep(LOOP_POLL_S)
+                while not deliveries.try_produce(self._producer, index, record, partition):
+                    self._producer.poll(0)  # the local queue is full: serve reports, let it drain
+                    await asyncio.sleep(LOOP_POLL_S)
                 if index % POLL_EVERY_RECORDS == POLL_EVERY_RECORDS - 1:
                     self._producer.poll(0)
                     await asyncio.sleep(0)  # a large write never holds the loop in one piece

@@ -4,6 +4,7 @@ returns each record's offset, hands the loop back while acknowledgements are on 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import threading
 import time
@@ -88,10 +89,10 @@ class _Error:
     def name(self) -> str:
         return "_MSG_TIMED_OUT"
 
-    def str(self) -> str:
+    def str(self) -> builtins.str:  # librdkafka's KafkaError.str()
         return self._text
 
-    def __str__(self) -> str:
+    def __str__(self) -> builtins.str:
         return self._text
 
     def retriable(self) -> bool:
