@@ -24,6 +24,7 @@ from shared.gc_monitor import GcPauseMonitor
 from shared.gc_tuning import tune_garbage_collector
 from shared.kafka.client_props import jaas_credentials
 from shared.loop_monitor import LoopStallMonitor
+from shared.loop_watchdog import LoopWatchdog
 from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging, register_secrets
 from shared.service import Service
@@ -125,6 +126,7 @@ async def _serve(
     server.start()
     monitor = LoopStallMonitor(registry)
     stalls = asyncio.create_task(monitor.run(), name="loop-stall-monitor")
+    watchdog = asyncio.create_task(LoopWatchdog().run(), name="loop-watchdog")
     collections = GcPauseMonitor(registry).install()
     started = time.monotonic()
     log.info("service_starting", instance=settings.instance_id, metrics_port=server.port)
@@ -139,6 +141,7 @@ async def _serve(
         await service.stop()
         server.stop()
         stalls.cancel()
+        watchdog.cancel()
         collections.uninstall()
     log.info(
         "service_stopped",
