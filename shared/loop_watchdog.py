@@ -22,7 +22,7 @@ _log = structlog.get_logger("loop-watchdog")
 class LoopWatchdog:
     """Watches the thread that runs the event loop it is started on."""
 
-    def __init__(self, *, limit_s: float = 0.2, check_s: float = 0.05, quiet_s: float = 60.0) -> None:
+    def __init__(self, *, limit_s: float = 0.1, check_s: float = 0.05, quiet_s: float = 60.0) -> None:
         self._limit_s, self._check_s, self._quiet_s = limit_s, check_s, quiet_s
         self._last_beat = time.monotonic()
         self._beats = 0
