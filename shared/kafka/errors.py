@@ -27,6 +27,7 @@ _RETRIABLE_CODES = frozenset(
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,  # no answer in time (a busy broker, a coordinator still loading): ask again
     }
 )
 

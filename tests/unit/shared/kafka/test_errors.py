@@ -10,7 +10,13 @@ from shared.kafka.errors import translate_kafka_error
 
 
 @pytest.mark.parametrize(
-    "code", [KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE]
+    "code",
+    [
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError._TIMED_OUT,  # seen from alter offsets on a new cluster whose coordinator was still loading
+    ],
 )
 def test_a_moving_or_loading_group_coordinator_is_worth_retrying(code: int) -> None:
     # Built the way an admin result's per-group error reaches us: librdkafka calls these not retriable.
