@@ -3,39 +3,24 @@ loop held by computing apart from a loop that was late without computing (its th
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
 from shared.loop_monitor import LoopStallMonitor
-
-
-def _spin(cpu_seconds: float) -> None:
-    """Compute on the loop's thread for `cpu_seconds` of its CPU time, as a round computing in one piece would (CPU
-    time, so a busy machine that deschedules the test makes the hold longer, never shorter)."""
-    until = time.thread_time() + cpu_seconds
-    while time.thread_time() < until:
-        sum(range(1000))
+from tests.support.loop_holding import hold_while_watched, spin_cpu
 
 
 async def _monitored(hold: Callable[[], None]) -> tuple[LoopStallMonitor, CollectorRegistry]:
     registry = CollectorRegistry()
     monitor = LoopStallMonitor(registry, interval_s=0.01)
-    task = asyncio.create_task(monitor.run())
-    await asyncio.sleep(0.05)
-    hold()
-    await asyncio.sleep(0.05)
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    await hold_while_watched(monitor.run(), hold)
     return monitor, registry
 
 
 async def test_computing_on_the_loop_is_measured_as_a_stall_and_as_held() -> None:
-    monitor, registry = await _monitored(lambda: _spin(0.3))
+    monitor, registry = await _monitored(lambda: spin_cpu(0.3))
     assert monitor.worst_s >= 0.25
     assert monitor.worst_held_s >= 0.25
     assert registry.get_sample_value("strait_event_loop_stall_max_seconds") == monitor.worst_s

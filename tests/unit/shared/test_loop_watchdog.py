@@ -3,8 +3,6 @@ only waited (not computing)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -12,32 +10,21 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from shared.loop_watchdog import LoopWatchdog
-
-
-def _translate_ten_thousand_groups(cpu_seconds: float) -> None:
-    until = time.thread_time() + cpu_seconds
-    while time.thread_time() < until:
-        sum(range(1000))
+from tests.support.loop_holding import hold_while_watched, spin_cpu
 
 
 async def _watched(hold: Callable[[], None]) -> tuple[LoopWatchdog, list[MutableMapping[str, Any]]]:
     watchdog = LoopWatchdog(limit_s=0.1, check_s=0.01)
     with capture_logs() as logs:
-        task = asyncio.create_task(watchdog.run())
-        await asyncio.sleep(0.05)
-        hold()
-        await asyncio.sleep(0.05)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await hold_while_watched(watchdog.run(), hold)
     return watchdog, [entry for entry in logs if entry["event"] == "event_loop_held"]
 
 
 async def test_a_loop_held_by_computing_is_reported_once_with_the_code_holding_it() -> None:
-    watchdog, held = await _watched(lambda: _translate_ten_thousand_groups(0.4))
+    watchdog, held = await _watched(lambda: spin_cpu(0.4))
     assert watchdog.reports == 1
     [report] = held
-    assert "_translate_ten_thousand_groups" in report["stack"]
+    assert "spin_cpu" in report["stack"]  # the code that held the loop
     assert report["held_ms"] >= 100
 
 
