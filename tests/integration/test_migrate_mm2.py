@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from shared.errors import KafkaOperationError
 from shared.kafka.end_offsets import partition_watermarks, topic_end_offsets
 from shared.kafka.factories import confluent_producer
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
@@ -193,10 +194,21 @@ class FailoverCheck:
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
+    """Poll `condition`; a retriable Kafka error while asking (a topic MM2 or Strait just made has no leader yet)
+    counts as not yet."""
     deadline = time.monotonic() + timeout_s
-    while not condition():
+    while not _holds(condition):
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.5)
+
+
+def _holds(condition: Callable[[], bool]) -> bool:
+    try:
+        return condition()
+    except KafkaOperationError as exc:
+        if not exc.retriable:
+            raise
+        return False
 
 
 def test_switching_between_mm2_and_strait_loses_nothing_and_copies_again_only_what_a_killed_mm2_left(
