@@ -195,10 +195,9 @@ class StreamedSourceGroups:
     async def read(self) -> tuple[dict[str, GroupOffsets], Mapping[str, KafkaOperationError]]:
         """Committed offsets of every group known here that a full round may still translate differently: all but
         the groups translated for good (exactly, or not relevant) that did not commit since."""
-        for group in self.table.pending_changes():
-            self._final.pop(group, None)
         table = self.table
-        self._final = {group: relevant for group, relevant in self._final.items() if group in table}
+        committed = table.pending_changes()
+        self._final = {g: relevant for g, relevant in self._final.items() if g in table and g not in committed}
         return table.offsets([group for group in table.groups() if group not in self._final]), {}
 
     def translated_for_good(self, groups: Mapping[str, bool]) -> None:

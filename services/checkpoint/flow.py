@@ -354,13 +354,13 @@ class FlowCheckpointer(FlowUnit):
             streamed.translate_all_again()
         offsets: dict[str, GroupOffsets]
         if changed_only:
-            assert isinstance(source, StreamedSourceGroups)
-            offsets = source.read_changed()
+            assert streamed is not None
+            offsets = streamed.read_changed()
         else:
             offsets, failures = await source.read()
             self._note_errors("read group offsets", list(failures.values()))
-            if isinstance(source, StreamedSourceGroups):
-                source.read_changed()  # this round covers them
+            if streamed is not None:
+                streamed.read_changed()  # this round covers them
         read_ms = time.time() * 1000
         new = []
         misses = 0
