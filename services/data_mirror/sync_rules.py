@@ -2,9 +2,11 @@
 
 MM2 writes a sync for the first record of a task's life, when the downstream offset drifted `offset.lag.max`
 past the last sync, when upstream offsets skip (compaction, transaction markers) and when the downstream
-offset goes backwards. Strait also syncs where downstream offsets skip (its own transaction markers) and the
-last record delivered before each commit, so every discontinuity (a restart, a marker) sits between two syncs
-whose offset deltas differ: that is what lets the translation index be exact within a run.
+offset goes backwards. Strait also syncs where downstream offsets skip (its own transaction markers), the
+record before every jump and the last record delivered before each commit, so every run of consecutive
+offsets has a sync at both ends and every discontinuity (a restart, a marker, an aborted transaction, a
+compacted gap) sits between two syncs whose offset deltas differ: that is what lets the translation index be
+exact for every record, and a position between runs translate to the start of the next one.
 
 Syncs wait in memory until the next commit; at most `max_pending` per partition, so a transactional or
 compacted source (a skip every few records) cannot grow memory or the syncs topic without bound. Every sync
@@ -48,17 +50,47 @@ class SyncTracker:
     def delivered(self, upstream: int, downstream: int) -> None:
         """Record an acknowledged record; queue a sync for it when a rule asks for one."""
         jumped = upstream != self.previous_upstream + 1 or downstream != self.previous_downstream + 1
+        if jumped and self.previous_upstream >= 0 and self.last_sync_downstream != self.previous_downstream:
+            self._queue(self.previous_upstream, self.previous_downstream)  # closes the run the jump ends
         self.previous_upstream, self.previous_downstream = upstream, downstream
         self.jumps += jumped
         if jumped or downstream - self.last_sync_downstream - 1 >= self.offset_lag_max:
-            self.last_sync_downstream = downstream
-            self._last_synced = len(self.pending) < self.max_pending
-            if self._last_synced:
-                self.pending.append(PendingSync(upstream, downstream, self.jumps))
-            else:
-                self.left_out += 1
+            self._queue(upstream, downstream)
         else:
             self._last_synced = False
+
+    def _queue(self, upstream: int, downstream: int) -> None:
+        self.last_sync_downstream = downstream
+        self._last_synced = len(self.pending) < self.max_pending
+        if self._last_synced:
+            self.pending.append(PendingSync(upstream, downstream, self.jumps))
+        else:
+            self.left_out += 1
+
+    def delivered_run(self, upstream: int, downstream: int, count: int) -> None:
+        """Record `count` acknowledged records at consecutive offsets on both sides (one forwarded batch).
+
+        The same syncs as `delivered` called for each record, in work per sync rather than per record."""
+        self.delivered(upstream, downstream)
+        if count <= 1:
+            return
+        last_downstream = downstream + count - 1
+        step = self.offset_lag_max + 1
+        at = self.last_sync_downstream + step  # the next record a sync falls on (after the first record)
+        synced_last = False
+        while at <= last_downstream:
+            if len(self.pending) >= self.max_pending:  # full: every later sync of the run is left out
+                skipped = (last_downstream - at) // step + 1
+                self.left_out += skipped
+                self.last_sync_downstream = at + (skipped - 1) * step
+                synced_last = False
+                break
+            self.pending.append(PendingSync(upstream + (at - downstream), at, self.jumps))
+            self.last_sync_downstream = at
+            synced_last = at == last_downstream
+            at += step
+        self.previous_upstream, self.previous_downstream = upstream + count - 1, last_downstream
+        self._last_synced = synced_last
 
     def take(self) -> list[PendingSync]:
         """The syncs to write at a commit: the queued ones and the last delivered record if it has none yet."""

@@ -21,11 +21,14 @@ def test_first_record_every_offset_lag_max_and_the_last_before_a_commit() -> Non
     assert _take(tracker) == []
 
 
-def test_upstream_gap_downstream_jump_and_rewind_sync_at_once() -> None:
+def test_upstream_gap_downstream_jump_and_rewind_sync_at_once_and_close_the_run_before_them() -> None:
     tracker = SyncTracker(offset_lag_max=100)
     # compaction gap at 5; a transaction marker on the target at 4; the target truncated at the end
     pairs = [(0, 0), (1, 1), (5, 2), (6, 3), (7, 5), (8, 6), (9, 1)]
-    assert _feed(tracker, pairs) == [(0, 0), (5, 2), (7, 5), (9, 1)]
+    # every run has a sync at both ends, so every record in it translates exactly
+    assert _feed(tracker, pairs) == [(0, 0), (1, 1), (5, 2), (6, 3), (7, 5), (8, 6), (9, 1)]
+    tracker = SyncTracker(offset_lag_max=100)
+    assert _feed(tracker, [(i, i) for i in range(40)] + [(82, 40), (83, 41)]) == [(0, 0), (39, 39), (82, 40), (83, 41)]
 
 
 def test_a_synced_last_record_needs_no_closing_sync() -> None:
@@ -57,5 +60,31 @@ def test_each_sync_carries_the_jumps_seen_so_a_left_out_jump_still_splits_runs()
     assert taken == [PendingSync(0, 0, 1), PendingSync(2, 1, 2), PendingSync(7, 4, 4)]  # 4 and 6 left out
     tracker.delivered(8, 5)
     tracker.delivered(20, 6)
-    assert tracker.take() == [PendingSync(20, 6, 5)]
+    assert tracker.take() == [PendingSync(8, 5, 4), PendingSync(20, 6, 5)]  # 8 closes the run before the jump
     assert SyncTracker(offset_lag_max=100).writer != tracker.writer  # each task life is its own writer
+
+
+def _state(tracker: SyncTracker) -> tuple[object, ...]:
+    return (tracker.pending, tracker.left_out, tracker.jumps, tracker.last_sync_downstream, tracker.take())
+
+
+def test_a_forwarded_batch_gives_the_syncs_its_records_would_give_one_by_one() -> None:
+    import random
+
+    rng = random.Random(7)
+    for case in range(300):
+        lag_max = rng.choice([0, 1, 3, 100])
+        max_pending = rng.choice([2, 5, 100])
+        by_run = SyncTracker(offset_lag_max=lag_max, max_pending=max_pending, writer=1)
+        by_record = SyncTracker(offset_lag_max=lag_max, max_pending=max_pending, writer=1)
+        upstream, downstream = rng.randrange(0, 50), rng.randrange(0, 50)
+        for _ in range(rng.randrange(1, 6)):
+            count = rng.randrange(1, 400)
+            by_run.delivered_run(upstream, downstream, count)
+            for i in range(count):
+                by_record.delivered(upstream + i, downstream + i)
+            upstream += count + rng.choice([0, 0, 1, 7])  # a marker or a compacted gap between batches
+            downstream += count + rng.choice([0, 0, 2])  # the target's own markers
+            if rng.random() < 0.3:
+                assert _state(by_run) == _state(by_record), case
+        assert _state(by_run) == _state(by_record), case
