@@ -14,12 +14,19 @@ PARTITIONS = 12
 
 @dataclass(frozen=True)
 class Dataset:
-    """One source topic: `records` records of `record_size` value bytes (no key) over 12 partitions."""
+    """One source topic: `records` records of `record_size` value bytes (no key) over 12 partitions, written
+    with `compression` (the producer's compression.type)."""
 
     label: str
     topic: str
     record_size: int
     records: int
+    compression: str = "none"
+
+    @property
+    def producer(self) -> dict[str, str]:
+        """The producer settings that fill it (and measure the target's raw produce rate for it)."""
+        return {**PRODUCER, "compression.type": self.compression}
 
     @property
     def value_bytes(self) -> int:
@@ -28,10 +35,15 @@ class Dataset:
 
 
 def datasets(quick: bool) -> list[Dataset]:
-    """Full: 0.5 M x 1 KiB (~0.5 GB) and 1.5 M x 100 B; quick: 30 k x 1 KiB only (a smoke run, same code path)."""
+    """Full: 0.5 M x 1 KiB (~0.5 GB), 1.5 M x 100 B, and 1.5 M x 100 B written lz4-compressed; quick: 30 k x 1 KiB
+    only (a smoke run, same code path)."""
     if quick:
         return [Dataset("1 KiB", "bench-1k", 1024, 30_000)]
-    return [Dataset("1 KiB", "bench-1k", 1024, 500_000), Dataset("100 B", "bench-100b", 100, 1_500_000)]
+    return [
+        Dataset("1 KiB", "bench-1k", 1024, 500_000),
+        Dataset("100 B", "bench-100b", 100, 1_500_000),
+        Dataset("100 B lz4", "bench-100b-lz4", 100, 1_500_000, compression="lz4"),
+    ]
 
 
 def fill(lab: Lab, dataset: Dataset) -> PerfResult:
@@ -44,7 +56,7 @@ def fill(lab: Lab, dataset: Dataset) -> PerfResult:
         dataset.records,
         dataset.record_size,
         log_path=lab.run_dir("fill") / f"{dataset.topic}.log",
-        producer=PRODUCER,
+        producer=dataset.producer,
     )
     probe = EndOffsets(lab.source.client_properties(), dataset.topic, PARTITIONS)
     try:
@@ -69,7 +81,7 @@ def raw_produce_rate(lab: Lab, dataset: Dataset, run: int) -> PerfResult:
             dataset.records,
             dataset.record_size,
             log_path=lab.run_dir("ceiling") / f"{topic}.log",
-            producer=PRODUCER,
+            producer=dataset.producer,
         )
     finally:
         delete_topics(admin, [topic])

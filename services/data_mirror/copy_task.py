@@ -10,26 +10,21 @@ earlier task of the slot, never from what the driver remembers.
 from __future__ import annotations
 
 import contextlib
-import gc
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from services.data_mirror.partition_copy import Clock, PartitionCopy, refuses_record
 from services.data_mirror.record_size import record_size, surely_fits
 from services.data_mirror.sync_rules import SyncTracker
-from services.data_mirror.task_clients import TaskClients, connect
-from services.data_mirror.task_secrets import with_secrets
+from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskResult, TaskSpec
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
 from shared.records.progress import Progress, ProgressKey, encode_progress
-
-if TYPE_CHECKING:
-    from pyspark import Broadcast
 
 CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
@@ -41,41 +36,17 @@ class TaskFailed(Exception):
     """The task cannot go on; the driver starts the slot again and it resumes from the committed progress."""
 
 
-def run_task(spec: TaskSpec, secrets: Broadcast[dict[str, str]] | None = None) -> TaskResult:
-    """Spark entry point: copy until asked to hand over; errors come back as data, never as a lost record.
-
-    `secrets` is the driver's broadcast of the client secrets the spec's settings name by placeholder."""
-    began = time.monotonic()
-    _freeze_what_is_alive()
-    try:
-        spec = with_secrets(spec, secrets.value if secrets is not None else {})
-        clients = connect(spec)
-    except Exception as exc:  # no clients, nothing copied: the driver retries the slot
-        return TaskResult(spec.flow, spec.slot, spec.generation, error=f"connecting: {_describe(exc)}")
-    result = CopyTask(spec, clients).run()
-    result.duration_s = time.monotonic() - began
-    return result
-
-
-def _freeze_what_is_alive() -> None:
-    """Keep the cyclic GC off the copy loop's back: objects alive before copying (PySpark's and our modules,
-    tens of thousands) are never scanned again. Without this, a full collection under load stalled a task for
-    25-50 ms (measured in the latency benchmark), in the middle of the records it was copying."""
-    gc.collect()
-    gc.freeze()
-
-
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
 def _describe_failure(exc: BaseException) -> str:
     """The error and, for anything but a Kafka or task error, where it was raised (a bug needs its place)."""
     if isinstance(exc, KafkaException | TaskFailed):
-        return _describe(exc)
+        return describe(exc)
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
-    return f"{_describe(exc)}{where}"
+    return f"{describe(exc)}{where}"
 
 
 class CopyTask:
@@ -140,12 +111,15 @@ class CopyTask:
             part.end_offset = high
             self._place(part, progress, low, high)
             self.parts[work.key] = part
-        assignment = [TopicPartition(*key, part.position) for key, part in self.parts.items()]
-        if assignment:
-            self.clients.consumer.assign(assignment)
+        self._assign()
         if self.spec.exactly_once:
             self.clients.producer.begin_transaction()
             self.in_transaction = True
+
+    def _assign(self) -> None:
+        assignment = [TopicPartition(*key, part.position) for key, part in self.parts.items()]
+        if assignment:
+            self.clients.consumer.assign(assignment)
 
     def _place(self, part: PartitionCopy, progress: Progress | None, low: int, high: int) -> None:
         """Where `part` starts: its committed position, unless the topic was made again or the source moved."""
@@ -225,7 +199,7 @@ class CopyTask:
                         if error is None or not refuses_record(error):
                             raise  # the producer itself is broken (fenced, fatal): restart from the committed progress
                         where = f"writing {part.work.remote_topic}-{part.work.partition}"
-                        part.refuse(offset, f"{_describe(exc)} ({where})")
+                        part.refuse(offset, f"{describe(exc)} ({where})")
                         self._hold(part)
                         break
                 if part.paused:
@@ -305,7 +279,7 @@ class CopyTask:
             try:
                 producer.commit_transaction(FLUSH_TIMEOUT_S)
             except KafkaException as exc:
-                raise TaskFailed(f"commit failed, resuming from the committed progress: {_describe(exc)}") from exc
+                raise TaskFailed(f"commit failed, resuming from the committed progress: {describe(exc)}") from exc
             self.in_transaction = False
         for part, position in written:
             part.committed = position

@@ -31,7 +31,7 @@ from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
 from shared.daemon_executor import DaemonThreadExecutor
 from shared.errors import StraitError
-from shared.records.progress import Progress
+from shared.records.progress import CopyReport, Progress
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -303,6 +303,20 @@ class MirrorDriver:
                 if state is not None:
                     self._apply(state, progress)
 
+    @staticmethod
+    def _note_copy_path(state: PartitionState, report: CopyReport) -> None:
+        """Log when a partition's records start travelling as forwarded batches, or stop (and why)."""
+        if report.reencoded_reason is not None:
+            path = report.reencoded_reason
+        elif report.forwarded:
+            path = "batches"
+        else:
+            return
+        if path != state.copy_path:
+            state.copy_path = path
+            event = "batches_forwarded" if path == "batches" else "batches_reencoded"
+            _log.info(event, flow=state.flow, topic=state.source_topic, partition=state.partition, reason=path)
+
     def _apply(self, state: PartitionState, progress: Progress) -> None:
         labels = (state.flow, state.remote_topic, str(state.partition))
         metrics = self.metrics
@@ -326,6 +340,8 @@ class MirrorDriver:
         if report.latency_ms_avg is not None:
             metrics.replication_latency_ms.labels(*labels).set(report.latency_ms_avg)
             metrics.replication_latency_ms_max.labels(*labels).set(report.latency_ms_max or 0)
+        metrics.records_forwarded.labels(*labels).inc(report.forwarded)
+        self._note_copy_path(state, report)
         if report.syncs:
             metrics.offset_syncs.labels(state.flow).inc(report.syncs)
         if report.syncs_failed:

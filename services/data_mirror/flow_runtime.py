@@ -64,6 +64,8 @@ class FlowRuntime:
             progress_topic=progress_topic(flow.source),
             control_topic=CONTROL_TOPIC,
             exactly_once=settings.exactly_once_enabled,
+            copy_batches=settings.copy_batches == "on"
+            or (settings.copy_batches == "auto" and not settings.exactly_once_enabled),
             offset_lag_max=settings.offset_lag_max,
             emit_offset_syncs=settings.emit_offset_syncs_enabled,
             reset_to_latest=consumer_props.get("auto.offset.reset", "earliest") == "latest",
@@ -82,7 +84,13 @@ class FlowRuntime:
         self.limits: dict[str, int] = {}
         self._limits_refreshed = 0.0
         self._configured_batch = int(self.clients.target_producer.get("batch.size", DEFAULT_BATCH_BYTES))
-        _log.info("flow_loaded", flow=flow.name, partitions_with_progress=len(self.committed), syncs_topic=syncs_topic)
+        _log.info(
+            "flow_loaded",
+            flow=flow.name,
+            partitions_with_progress=len(self.committed),
+            syncs_topic=syncs_topic,
+            copy="batches" if self.clients.copy_batches else "records",
+        )
 
     def _fence_previous_transactions(self, tasks: int) -> None:
         """Abort transactions a killed predecessor left open (also of slots a smaller slot count no longer has).

@@ -29,6 +29,12 @@ class MirrorMetrics:
             PARTITION,
             registry=registry,
         )
+        self.records_forwarded = Counter(
+            "strait_mirror_records_forwarded",
+            "of record-count, records whose source batch was forwarded unchanged (the rest were re-encoded)",
+            PARTITION,
+            registry=registry,
+        )
         self.record_age_ms = Gauge(
             "strait_mirror_record_age_ms",
             "avg now - record timestamp at poll (MM2 record-age-ms)",

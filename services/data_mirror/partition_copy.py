@@ -7,6 +7,7 @@ refused record, so the position a commit writes (`acked + 1`) never skips a reco
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,8 @@ class PartitionCopy:
     expired: int = 0
     reset_from: int | None = None
     syncs_sent: int = 0
+    forwarded: int = 0
+    reencoded_reason: str | None = None
     deliver: Any = None  # the bound `on_delivery`, made once (a bound method per produce call costs)
 
     def __post_init__(self) -> None:
@@ -84,6 +87,30 @@ class PartitionCopy:
         self.acked_records += 1
         latency = self.clock.now_ms - msg.timestamp()[1]
         self.latency_ms_sum += latency
+        if latency > self.latency_ms_max:
+            self.latency_ms_max = latency
+
+    def landed(self, upstream: Sequence[int], downstream_base: int, newest_timestamp_ms: float) -> None:
+        """A batch the target acknowledged: record `i` of it has upstream offset `upstream[i]` (batch forwarding).
+
+        A `range` is a forwarded batch (consecutive on both sides); a list holds re-encoded records' offsets."""
+        self.in_flight.popleft()
+        if not upstream:
+            return
+        if self.refused_at is not None:
+            if upstream[0] > self.refused_at:
+                return  # sent before the refusal was known: not copied, as far as progress is concerned
+            if upstream[0] <= self.refused_at <= upstream[-1]:
+                self.refused_at = self.failure = self.blocked_since_ms = None  # the retried record went through
+        if isinstance(upstream, range):
+            self.tracker.delivered_run(upstream[0], downstream_base, len(upstream))
+        else:
+            for index, offset in enumerate(upstream):
+                self.tracker.delivered(offset, downstream_base + index)
+        self.acked = upstream[-1]
+        self.acked_records += len(upstream)
+        latency = self.clock.now_ms - newest_timestamp_ms
+        self.latency_ms_sum += latency * len(upstream)
         if latency > self.latency_ms_max:
             self.latency_ms_max = latency
 
@@ -148,8 +175,11 @@ class PartitionCopy:
             syncs=self.syncs_sent,
             syncs_failed=syncs_failed,
             read_errors=read_errors,
+            forwarded=self.forwarded,
+            reencoded_reason=self.reencoded_reason,
         )
-        self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = 0
+        self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = self.forwarded = 0
+        self.reencoded_reason = None
         self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0
         self.reset_from = None
         self.reported_end = self.end_offset

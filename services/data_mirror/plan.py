@@ -27,6 +27,7 @@ class FlowClients:
     progress_topic: str
     control_topic: str
     exactly_once: bool
+    copy_batches: bool
     offset_lag_max: int
     emit_offset_syncs: bool
     reset_to_latest: bool
@@ -57,6 +58,7 @@ class FlowClients:
             control_topic=self.control_topic,
             control_from_offset=control_from_offset,
             exactly_once=self.exactly_once,
+            copy_batches=self.copy_batches,
             offset_lag_max=self.offset_lag_max,
             emit_offset_syncs=self.emit_offset_syncs,
             reset_to_latest=self.reset_to_latest,
@@ -79,6 +81,7 @@ class PartitionState:
     max_record_bytes: int | None = None
     block_reason: str | None = None
     records: int = 0
+    copy_path: str | None = None  # how its records travelled lately: "batches" or why they were re-encoded
     source_topic_id: str | None = None
     remote_topic_id: str | None = None
 

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from services.data_mirror.copy_task import run_task
+from services.data_mirror.task_entry import run_task
 from services.data_mirror.work import TaskResult, TaskSpec
 
 if TYPE_CHECKING:

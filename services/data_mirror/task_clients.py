@@ -7,7 +7,7 @@ one task at a time (a new task of the slot fences the previous one when it initi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from services.data_mirror.work import TaskSpec
 from shared.control import MirrorHandover, decode_event
 from shared.control.topic_names import CONTROL_READER_GROUP, mirror_source_group
+from shared.kafka.batch_link import BatchLink, open_batch_link
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.progress_store import load_progress
@@ -26,6 +27,10 @@ LOOKUP_TIMEOUT_S = 15
 INIT_TIMEOUT_S = 60
 
 Bounds = tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]
+
+
+async def _no_batch_link() -> BatchLink:
+    raise RuntimeError("these clients cannot forward batches")
 
 
 @dataclass
@@ -39,6 +44,7 @@ class TaskClients:
     offset_bounds: Callable[[list[tuple[str, int]]], Bounds]
     handover_requested: Callable[[], bool]
     close: Callable[[], None]
+    open_batch_link: Callable[[], Awaitable[BatchLink]] = _no_batch_link
 
 
 def connect(spec: TaskSpec) -> TaskClients:
@@ -71,6 +77,12 @@ def connect(spec: TaskSpec) -> TaskClients:
         offset_bounds=lambda keys: offset_bounds(admin, keys),
         handover_requested=watch.requested,
         close=close,
+        open_batch_link=lambda: open_batch_link(
+            spec.source_consumer,
+            spec.target_producer,
+            sorted({work.source_topic for work in spec.partitions}),
+            sorted({work.remote_topic for work in spec.partitions}),
+        ),
     )
 
 

@@ -28,6 +28,11 @@ class PartitionWork:
         """(source topic, partition)."""
         return (self.source_topic, self.partition)
 
+    @property
+    def remote_key(self) -> tuple[str, int]:
+        """(remote topic, partition)."""
+        return (self.remote_topic, self.partition)
+
 
 @dataclass(frozen=True)
 class TaskSpec:
@@ -51,6 +56,7 @@ class TaskSpec:
     control_topic: str
     control_from_offset: int
     exactly_once: bool
+    copy_batches: bool  # forward source batches unchanged where exact (else every record one by one)
     offset_lag_max: int
     emit_offset_syncs: bool
     reset_to_latest: bool

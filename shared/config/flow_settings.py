@@ -69,6 +69,9 @@ class FlowSettings:
     # MM2's polling), and how long it gathers a group's commits before checkpointing them.
     checkpoints_source: Literal["auto", "stream", "poll"] = "auto"
     checkpoints_coalesce_ms: int = 200
+    # Strait's own: forward the source's record batches unchanged where that is exact (auto: at-least-once flows),
+    # always (on: refused with exactly-once) or never (off: every record is copied one by one).
+    copy_batches: Literal["auto", "on", "off"] = "auto"
 
 
 Parser = Callable[[str, str], object]
@@ -159,6 +162,7 @@ _SETTINGS: dict[str, tuple[str | None, Parser]] = {
     "consumer.poll.timeout.ms": ("consumer_poll_timeout_ms", _int(0)),
     "strait.checkpoints.source": ("checkpoints_source", _choice("auto", "stream", "poll")),
     "strait.checkpoints.coalesce.ms": ("checkpoints_coalesce_ms", _int(0, 60_000)),
+    "strait.copy.batches": ("copy_batches", _choice("auto", "on", "off")),
     # Kafka 3.5+ exactly-once: the connector-level request and the worker-level switch.
     "exactly.once.support": (None, _choice("enabled", "disabled", "requested", "required", ignore_case=True)),
     "exactly.once.source.support": (None, _choice("enabled", "preparing", "disabled", ignore_case=True)),

@@ -40,7 +40,7 @@ class ProgressKey:
         return cls(flow, topic, partition)
 
 
-_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed", "read_errors"})
+_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed", "read_errors", "forwarded"})
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,8 @@ class CopyReport:
     syncs: int = 0
     syncs_failed: int = 0
     read_errors: int = 0  # retriable errors the task's source consumer reported (librdkafka retries them)
+    forwarded: int = 0  # of `records`, those in source batches forwarded unchanged (the rest went one by one)
+    reencoded_reason: str | None = None  # why the last batch that was not forwarded unchanged was re-encoded
 
     def encode(self) -> dict[str, Any]:
         """Only the fields that say something (keeps the record small): no None, and no zero counts."""

@@ -39,9 +39,12 @@ def produce(
     partition: int | None = None,
     headers: Headers | None = None,
     timestamp_ms: int | None = None,
+    compression: str = "none",
 ) -> None:
     """Produce and wait for every delivery; raises on the first failed delivery."""
-    producer = confluent_producer(props, **{"enable.idempotence": True, "linger.ms": 5})
+    producer = confluent_producer(
+        props, **{"enable.idempotence": True, "linger.ms": 5, "compression.type": compression}
+    )
     errors: list[KafkaError] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:

@@ -42,6 +42,7 @@ def _spec(partitions: int = 2, *, exactly_once: bool = False, slot: int = 0, gen
         control_topic="strait.control.internal",
         control_from_offset=0,
         exactly_once=exactly_once,
+        copy_batches=False,
         offset_lag_max=100,
         emit_offset_syncs=True,
         reset_to_latest=False,

@@ -40,6 +40,7 @@ def _flow_clients(vault: SecretVault) -> FlowClients:
         progress_topic="strait.offsets.A.internal",
         control_topic="strait.control.internal",
         exactly_once=False,
+        copy_batches=False,
         offset_lag_max=100,
         emit_offset_syncs=True,
         reset_to_latest=False,

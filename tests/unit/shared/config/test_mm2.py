@@ -215,6 +215,20 @@ def test_exactly_once_refuses_read_uncommitted() -> None:
     )
 
 
+def test_batch_forwarding_is_auto_by_default_and_can_be_forced_either_way() -> None:
+    assert parse_with({}).flow("A", "B").settings.copy_batches == "auto"
+    config = parse_with({"strait.copy.batches": "off", "A->B.strait.copy.batches": "on"})
+    assert config.flow("A", "B").settings.copy_batches == "on"
+    assert config.flow("B", "A").settings.copy_batches == "off"
+    assert str(error_of({"strait.copy.batches": "sometimes"})).startswith("strait.copy.batches='sometimes'")
+
+
+def test_forced_batch_forwarding_refuses_exactly_once() -> None:
+    error = error_of({"exactly.once.support": "enabled", "A->B.strait.copy.batches": "on"})
+    assert "strait.copy.batches=on cannot be combined with exactly-once" in str(error)
+    assert parse_with({"exactly.once.support": "enabled"}).flow("A", "B").settings.copy_batches == "auto"
+
+
 def test_invalid_setting_in_a_disabled_flow_is_still_an_error() -> None:
     assert str(error_of({"B->A.tasks.max": "none"})).startswith("B->A.tasks.max='none'")
 

@@ -1,0 +1,291 @@
+"""Batch forwarding: a long-lived copy task that moves the source's record batches to the target as they are.
+
+Python works per batch, not per record: a fetched v2 batch gets the target's own header fields (base offset,
+producer id, epoch and sequence; see `shared.kafka.record_batches`) and goes out still compressed; the target
+gives its records consecutive offsets, so one offset sync per run of batches stays exact. A batch that cannot
+go as it is (starting before the position, offset gaps left by compaction, log-append timestamps, an old
+message format, larger than the target's max.message.bytes) is re-encoded with the same producer, so order and
+idempotence hold; a batch the target refuses is sent again one record per batch, and a record refused on its
+own stops its partition exactly as the record path does (`PartitionCopy.refuse`).
+
+Only at-least-once flows use it: exactly-once flows copy record by record inside the target transaction.
+Progress, offset syncs and hand-over are the record path's (`CopyTask`); only fetching and producing differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.data_mirror.copy_task import FLUSH_TIMEOUT_S, HANDOVER_CHECK_S, CopyTask, TaskFailed
+from services.data_mirror.partition_copy import PartitionCopy
+from shared.errors import KafkaOperationError
+from shared.kafka.batch_link import DROPPED, BatchLink, Landed, OutgoingBatch, PartitionFetch
+from shared.kafka.record_batches import (
+    CommittedFilter,
+    SourceBatch,
+    encode_records,
+    for_target,
+    read_batches,
+    records_of,
+)
+
+MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this many wait for the target
+WAKE_S = 0.05
+REFRESH_EVERY_S = 0.5
+OFFSET_OUT_OF_RANGE = 1
+TOPIC_AUTHORIZATION_FAILED = 29
+_TOPIC_UNKNOWN = frozenset({3, 100})  # UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
+BATCH_HEADER_BYTES = 61
+
+
+@dataclass
+class Fetching:
+    """Where the next fetch of a partition starts, and up to where each record goes to the target on its own."""
+
+    position: int
+    one_by_one_until: int = -1
+
+
+class BatchCopyTask(CopyTask):
+    """A `CopyTask` whose records travel as the source's batches (`spec.copy_batches`)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fetching: dict[tuple[str, int], Fetching] = {}
+        self._refreshed = 0.0
+        self._refreshing: asyncio.Future[None] | None = None
+
+    # -- the record path's hooks -----------------------------------------------------------------------
+    def _assign(self) -> None:
+        self.fetching = {key: Fetching(part.position) for key, part in self.parts.items()}
+
+    def _hold(self, part: PartitionCopy) -> None:
+        part.paused = True
+
+    def _release(self, part: PartitionCopy, offset: int) -> None:
+        part.paused = False
+        fetching = self.fetching[part.work.key]
+        fetching.position = offset
+        fetching.one_by_one_until = max(fetching.one_by_one_until, offset)
+
+    def _advance_idle_positions(self) -> None:
+        """Move past what fetching skipped without a record (transaction markers, aborted data, retention)."""
+        for key, part in self.parts.items():
+            position = self.fetching[key].position
+            if part.settled() and not part.paused and position > part.next_position():
+                part.position = position
+
+    def _copy(self) -> None:
+        asyncio.run(self._forward())
+
+    # -- the loop ---------------------------------------------------------------------------------------
+    async def _forward(self) -> None:
+        link = await self.clients.open_batch_link()
+        try:
+            await self._forward_until_handover(link)
+            await self._drain(link)
+        finally:
+            await link.close()
+
+    async def _forward_until_handover(self, link: BatchLink) -> None:
+        fetches: dict[int, asyncio.Task[dict[tuple[str, int], PartitionFetch]]] = {}
+        interval_s = self.spec.commit_interval_ms / 1000
+        now = time.monotonic()
+        next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
+        try:
+            while True:
+                self._start_fetches(link, fetches)
+                waiter = asyncio.ensure_future(link.producer.wait())
+                await asyncio.wait([*fetches.values(), waiter], timeout=WAKE_S, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                self.clock.now_ms = time.time() * 1000
+                for node, fetch in list(fetches.items()):
+                    if fetch.done():
+                        del fetches[node]
+                        self._take_fetch(link, fetch)
+                self._take_landed(link)
+                link.producer.pump()
+                now = time.monotonic()
+                if now >= next_check:
+                    next_check = now + HANDOVER_CHECK_S
+                    if self.clients.handover_requested():
+                        return
+                if now >= next_commit:
+                    self._commit(final=False)
+                    next_commit = time.monotonic() + interval_s
+        finally:
+            for fetch in fetches.values():
+                fetch.cancel()
+
+    async def _drain(self, link: BatchLink) -> None:
+        """Before the final commit: wait until the target answered every batch sent."""
+        deadline = time.monotonic() + FLUSH_TIMEOUT_S
+        while not link.producer.idle():
+            if time.monotonic() > deadline:
+                raise TaskFailed(f"batches not acknowledged within {FLUSH_TIMEOUT_S}s")
+            link.producer.pump()
+            waiter = asyncio.ensure_future(link.producer.wait())
+            await asyncio.wait([waiter], timeout=WAKE_S)
+            waiter.cancel()
+            self.clock.now_ms = time.time() * 1000
+            self._take_landed(link)
+
+    def _start_fetches(
+        self, link: BatchLink, fetches: dict[int, asyncio.Task[dict[tuple[str, int], PartitionFetch]]]
+    ) -> None:
+        by_node: dict[int, dict[tuple[str, int], int]] = {}
+        unknown = False
+        for key, part in self.parts.items():
+            if part.paused or link.producer.in_flight(part.work.remote_key) >= MAX_QUEUED_BATCHES:
+                continue
+            node = link.fetcher.leader(key)
+            if node is None:
+                unknown = True
+            elif node not in fetches:
+                by_node.setdefault(node, {})[key] = self.fetching[key].position
+        for node, positions in by_node.items():
+            fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions))
+        if unknown:
+            self._refresh(link)
+
+    def _refresh(self, link: BatchLink) -> None:
+        now = time.monotonic()
+        if now - self._refreshed >= REFRESH_EVERY_S:
+            self._refreshed = now
+            self._refreshing = asyncio.ensure_future(link.fetcher.refresh())
+
+    # -- what was fetched -------------------------------------------------------------------------------
+    def _take_fetch(self, link: BatchLink, fetch: asyncio.Task[dict[tuple[str, int], PartitionFetch]]) -> None:
+        try:
+            fetched = fetch.result()
+        except KafkaOperationError:  # the connection failed: ask again after new metadata
+            self.read_errors += 1
+            self._refresh(link)
+            return
+        for key, answer in fetched.items():
+            part, fetching = self.parts.get(key), self.fetching.get(key)
+            if part is None or fetching is None or part.paused or answer.requested != fetching.position:
+                continue  # a rewind or a release moved the position while this fetch was out
+            if answer.error:
+                self._fetch_error(link, part, fetching, answer.error)
+                continue
+            if answer.high_watermark >= 0:
+                part.end_offset = answer.high_watermark
+            self._forward_batches(link, part, fetching, answer)
+
+    def _forward_batches(
+        self, link: BatchLink, part: PartitionCopy, fetching: Fetching, answer: PartitionFetch
+    ) -> None:
+        batches = read_batches(answer.records)
+        if not batches:
+            return
+        kept = CommittedFilter(answer.aborted).committed(batches) if link.read_committed else batches
+        for batch in kept:
+            if batch.is_control or batch.last_offset < fetching.position:
+                continue
+            if not self._send(link, part, fetching, batch):
+                return  # the partition stopped at a refused record
+            fetching.position = batch.next_offset
+        fetching.position = max(fetching.position, batches[-1].next_offset)
+
+    def _send(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
+        """Queue `batch` for the target, as it is or re-encoded; False when a record of it is refused."""
+        limit = part.work.max_record_bytes
+        reason = batch.why_not_forwardable(fetching.position)
+        if reason is None and batch.base_offset <= fetching.one_by_one_until:
+            reason = "after a refusal, record by record"
+        if reason is None and limit is not None and len(batch.raw) > limit:
+            reason = f"batch of {len(batch.raw)} bytes is larger than max.message.bytes={limit}"
+        self._count(part, batch)
+        if reason is None:
+            upstream = range(batch.base_offset, batch.last_offset + 1)
+            self._queue(link, part, for_target(batch, -1, -1, -1), upstream, batch.max_timestamp)
+            part.forwarded += batch.count
+            return True
+        part.reencoded_reason = reason
+        records = records_of(batch, fetching.position)
+        one_by_one = batch.base_offset <= fetching.one_by_one_until or (limit is not None and len(batch.raw) > limit)
+        groups = [[record] for record in records] if one_by_one else [records]
+        for group in groups:
+            if not group:
+                continue
+            encoded = encode_records(group, batch.compression)
+            if limit is not None and len(encoded) > limit:
+                size = len(encoded) - BATCH_HEADER_BYTES
+                where = part.work.remote_topic
+                part.refuse(
+                    group[0].offset, f"record of {size} bytes is larger than max.message.bytes={limit} of {where}"
+                )
+                self._hold(part)
+                fetching.position = group[0].offset
+                return False
+            newest = max(record.timestamp for record in group)
+            self._queue(link, part, encoded, [record.offset for record in group], newest)
+        return True
+
+    def _count(self, part: PartitionCopy, batch: SourceBatch) -> None:
+        part.records += batch.count
+        part.bytes += max(len(batch.raw) - BATCH_HEADER_BYTES, 0)
+        age = self.clock.now_ms - batch.max_timestamp
+        part.age_ms_sum += age * batch.count
+        if age > part.age_ms_max:
+            part.age_ms_max = age
+        self.records += batch.count
+
+    def _queue(
+        self, link: BatchLink, part: PartitionCopy, payload: bytearray, upstream: Sequence[int], newest_ms: float
+    ) -> None:
+        part.in_flight.append(upstream[0])
+        note = (part, upstream, newest_ms)
+        link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))
+
+    def _fetch_error(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, code: int) -> None:
+        if code == OFFSET_OUT_OF_RANGE:
+            self._out_of_range(part, fetching)
+        elif code == TOPIC_AUTHORIZATION_FAILED:
+            raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
+        elif code in _TOPIC_UNKNOWN and not link.fetcher.knows(part.work.source_topic):
+            self._hold(part)  # deleted on the source: the driver's next refresh drops it
+        else:  # a leader moved, a replica is behind: new metadata, then the next fetch
+            self.read_errors += 1
+            self._refresh(link)
+
+    def _out_of_range(self, part: PartitionCopy, fetching: Fetching) -> None:
+        """Retention deleted what we were about to read, or the partition is shorter than our position."""
+        earliest, latest = self.clients.offset_bounds([part.work.key])
+        low, high = earliest.get(part.work.key), latest.get(part.work.key)
+        if low is None or high is None:
+            return
+        if fetching.position < low:
+            part.expired += low - fetching.position
+            fetching.position = high if self.spec.reset_to_latest else low
+        elif fetching.position > high:
+            part.reset_from = fetching.position
+            fetching.position = high if self.spec.reset_to_latest else low
+
+    # -- what the target answered -----------------------------------------------------------------------
+    def _take_landed(self, link: BatchLink) -> None:
+        for landed in link.producer.take_landed():
+            part, upstream, newest_ms = landed.batch.note
+            if landed.error == 0:
+                part.landed(upstream, landed.base_offset, newest_ms)
+            elif landed.error == DROPPED:
+                part.in_flight.popleft()
+            else:
+                part.in_flight.popleft()
+                self._refused(part, upstream, landed)
+
+    def _refused(self, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
+        """A batch of several records is sent again record by record; a single refused record stops the partition."""
+        fetching = self.fetching[part.work.key]
+        fetching.position = upstream[0]
+        if len(upstream) > 1:
+            fetching.one_by_one_until = max(fetching.one_by_one_until, upstream[-1])
+            part.reencoded_reason = f"refused as a batch: {landed.message}"
+            return
+        where = f"writing {part.work.remote_topic}-{part.work.partition}"
+        part.refuse(upstream[0], f"{landed.message} ({where})")
+        self._hold(part)

@@ -1,0 +1,406 @@
+"""Raw record batches over the Kafka protocol: fetched from source partitions, produced to target partitions.
+
+aiokafka's protocol client does the connections, metadata, version negotiation, TLS and SASL; this module
+only builds Fetch, Produce and InitProducerId requests and keeps the idempotent producer's bookkeeping. The
+record bytes are never decoded here (`record_batches` does that).
+
+Idempotence, as Kafka's own producer keeps it: the producer id comes from InitProducerId, every partition has
+a running sequence, at most five batches per partition are in flight (the broker remembers the last five, so a
+retried batch that had landed is answered with its first offset instead of being written twice), and until a
+partition's first batch is acknowledged only that batch is in flight. A retriable failure sends everything
+unacknowledged again with the same sequences; a refusal (too large, invalid, not allowed) is the caller's to
+handle: the batches sent after it are dropped (the broker refuses them as out of sequence) and reported so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka.client import AIOKafkaClient
+from aiokafka.errors import KafkaError as AioKafkaError
+from aiokafka.errors import for_code
+from aiokafka.protocol.fetch import FetchRequest
+from aiokafka.protocol.produce import ProduceRequest
+from aiokafka.protocol.transaction import InitProducerIdRequest
+from aiokafka.structs import TopicPartition
+
+from shared.errors import KafkaOperationError
+from shared.kafka.factories import aio_client
+from shared.kafka.record_batches import with_sequence
+
+PartitionKey = tuple[str, int]
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+ACKS_ALL = -1
+MAX_IN_FLIGHT_PER_PARTITION = 5
+RETRY_BACKOFF_S = 0.1
+
+# Codes that are about the producer or the request, not the records: the copy cannot go on with this producer.
+OUT_OF_ORDER_SEQUENCE = 45
+DUPLICATE_SEQUENCE = 46
+_PRODUCER_BROKEN = frozenset({DUPLICATE_SEQUENCE, 47, 59, 90, 31})  # epoch, unknown producer, fenced, cluster auth
+UNKNOWN_TOPIC_OR_PARTITION = 3
+_NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE, UNKNOWN_TOPIC_OR_PARTITION})
+DROPPED = -1  # our own outcome code: sent after a refused batch, so the broker refused it as out of sequence
+NO_ANSWER = -2  # our own: the request failed as a whole (connection lost, timed out)
+SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer wraps them
+
+
+def error_name(code: int) -> str:
+    """The Kafka name of an error code (MESSAGE_TOO_LARGE, ...)."""
+    if code == DROPPED:
+        return "DROPPED_AFTER_REFUSAL"
+    cls = for_code(code)
+    return str(getattr(cls, "message", cls.__name__)).upper()
+
+
+def is_retriable(code: int) -> bool:
+    return code != UNKNOWN_TOPIC_OR_PARTITION and bool(getattr(for_code(code), "retriable", False))
+
+
+# -- source --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetch:
+    """One partition's part of a fetch response; `records` holds whole and maybe one truncated batch."""
+
+    requested: int
+    error: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: list[tuple[int, int]]
+    records: bytes
+
+
+class BatchFetcher:
+    """Fetches raw batches from source partition leaders, read_committed, with the consumer's size limits."""
+
+    def __init__(
+        self,
+        client: AIOKafkaClient,
+        *,
+        max_wait_ms: int,
+        max_bytes: int,
+        partition_max_bytes: int,
+        read_committed: bool = True,
+    ) -> None:
+        self._client = client
+        self._isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
+        self._max_wait_ms = max_wait_ms
+        self._max_bytes = max_bytes
+        self._partition_max_bytes = partition_max_bytes
+
+    async def start(self, topics: Sequence[str]) -> None:
+        await self._client.bootstrap()
+        await self._client.set_topics(list(topics))
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def leader(self, key: PartitionKey) -> int | None:
+        """The partition's leader as the metadata knows it; None while unknown."""
+        node = self._client.cluster.leader_for_partition(TopicPartition(*key))
+        return None if node is None or node < 0 else int(node)
+
+    def knows(self, topic: str) -> bool:
+        """True while the metadata lists `topic` (False: deleted, or never there)."""
+        return self._client.cluster.partitions_for_topic(topic) is not None
+
+    async def refresh(self) -> None:
+        """New metadata (a leader moved or was unknown)."""
+        with contextlib.suppress(AioKafkaError, asyncio.TimeoutError):
+            await asyncio.wait_for(self._client.force_metadata_update(), timeout=10)
+
+    async def fetch(self, node: int, positions: Mapping[PartitionKey, int]) -> dict[PartitionKey, PartitionFetch]:
+        """One Fetch from `node` for `positions`; waits up to max_wait_ms when nothing is there yet."""
+        by_topic: dict[str, list[tuple[int, int, int]]] = {}
+        for (topic, partition), offset in positions.items():
+            by_topic.setdefault(topic, []).append((partition, offset, self._partition_max_bytes))
+        request = FetchRequest(self._max_wait_ms, 1, self._max_bytes, self._isolation, list(by_topic.items()))
+        try:
+            response = await self._client.send(node, request)
+        except (TimeoutError, AioKafkaError, OSError) as exc:
+            raise KafkaOperationError(f"fetching from node {node} failed: {exc!r}", operation="fetch") from exc
+        fetched: dict[PartitionKey, PartitionFetch] = {}
+        for topic, partitions in response.topics:
+            for part in partitions:
+                partition, error, high, lso, log_start, aborted = part[0], part[1], part[2], part[3], part[4], part[5]
+                key = (topic, partition)
+                fetched[key] = PartitionFetch(
+                    requested=positions.get(key, -1),
+                    error=error,
+                    high_watermark=high,
+                    last_stable_offset=lso,
+                    log_start_offset=log_start,
+                    aborted=[(int(pid), int(first)) for pid, first in (aborted or [])],
+                    records=part[-1] or b"",
+                )
+        return fetched
+
+
+# -- target --------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class OutgoingBatch:
+    """A batch made for the target (producer fields still unset) and the caller's note of what it holds."""
+
+    key: PartitionKey
+    payload: bytearray
+    records: int
+    note: Any
+    sequence: int = -1
+    queued_at: float = 0.0
+    order: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Landed:
+    """What became of one batch: its first offset on the target, or the error code that refused it."""
+
+    batch: OutgoingBatch
+    base_offset: int
+    error: int = 0
+    message: str = ""
+
+
+@dataclass
+class _Lane:
+    """One target partition: its running sequence and its batches, queued and in flight, in order."""
+
+    next_sequence: int = 0
+    acknowledged_once: bool = False
+    queued: deque[OutgoingBatch] = field(default_factory=deque)
+    in_flight: deque[OutgoingBatch] = field(default_factory=deque)
+    resend: bool = False  # a retriable failure: once nothing is in flight, send the unacknowledged again
+    retry_at: float = 0.0
+    dropping: int = 0  # in-flight batches sent after a refusal, still to be answered and dropped
+
+    def capacity(self, now: float) -> int:
+        if self.resend or self.dropping or now < self.retry_at:
+            return 0
+        limit = MAX_IN_FLIGHT_PER_PARTITION if self.acknowledged_once else 1
+        return limit - len(self.in_flight)
+
+
+class BatchProducer:
+    """An idempotent producer of ready-made batches (acks=all), one lane per target partition."""
+
+    def __init__(self, client: AIOKafkaClient, *, request_timeout_ms: int, delivery_timeout_s: float) -> None:
+        self._client = client
+        self._timeout_ms = request_timeout_ms
+        self._delivery_timeout_s = delivery_timeout_s
+        self._lanes: dict[PartitionKey, _Lane] = {}
+        self._landed: list[Landed] = []
+        self._changed = asyncio.Event()
+        self._requests: set[asyncio.Task[None]] = set()
+        self._failure: BaseException | None = None
+        self._sent = 0
+        self.producer_id = -1
+        self.producer_epoch = -1
+
+    async def start(self, topics: Sequence[str]) -> None:
+        """Connect and take a producer id of our own (never the source's: ids are per cluster)."""
+        await self._client.bootstrap()
+        await self._client.set_topics(list(topics))
+        node = self._client.get_random_node()
+        response = await self._client.send(node, InitProducerIdRequest(None, self._timeout_ms))
+        if response.error_code:
+            name = error_name(response.error_code)
+            raise KafkaOperationError(
+                f"InitProducerId failed: {name}",
+                operation="init producer id",
+                retriable=is_retriable(response.error_code),
+            )
+        self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+
+    async def close(self) -> None:
+        for task in list(self._requests):
+            task.cancel()
+        await self._client.close()
+
+    def send(self, batch: OutgoingBatch) -> None:
+        """Queue `batch` behind the partition's earlier ones; it goes out as soon as the partition has room."""
+        self._sent += 1
+        batch.order, batch.queued_at = self._sent, time.monotonic()
+        self._lanes.setdefault(batch.key, _Lane()).queued.append(batch)
+
+    def in_flight(self, key: PartitionKey) -> int:
+        lane = self._lanes.get(key)
+        return 0 if lane is None else len(lane.queued) + len(lane.in_flight)
+
+    def idle(self) -> bool:
+        return not any(lane.queued or lane.in_flight for lane in self._lanes.values())
+
+    def pump(self) -> None:
+        """Send a Produce request per leader holding the next batch of every partition that has room."""
+        self._raise_failure()
+        now = time.monotonic()
+        by_node: dict[int, dict[PartitionKey, OutgoingBatch]] = {}
+        for key, lane in self._lanes.items():
+            if not lane.queued:
+                continue
+            head = lane.queued[0]
+            if now - head.queued_at > self._delivery_timeout_s:
+                raise KafkaOperationError(
+                    f"{key[0]}-{key[1]}: not acknowledged within {self._delivery_timeout_s:.0f}s", operation="produce"
+                )
+            if lane.capacity(now) <= 0:
+                continue
+            node = self._client.cluster.leader_for_partition(TopicPartition(*key))
+            if node is None or node < 0:
+                self._client.force_metadata_update()
+                continue
+            lane.queued.popleft()
+            if head.sequence < 0:
+                head.sequence = lane.next_sequence
+                lane.next_sequence = (lane.next_sequence + head.records) % SEQUENCE_WRAP
+                head.payload = with_sequence(head.payload, self.producer_id, self.producer_epoch, head.sequence)
+            lane.in_flight.append(head)
+            by_node.setdefault(node, {})[key] = head
+        for node, batches in by_node.items():
+            task = asyncio.ensure_future(self._produce(node, batches))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+
+    async def wait(self) -> None:
+        """Return once an answer came in since the last `take_landed`."""
+        await self._changed.wait()
+
+    def take_landed(self) -> list[Landed]:
+        """The outcomes since the last call, in send order per partition."""
+        self._raise_failure()
+        self._changed.clear()
+        landed, self._landed = self._landed, []
+        return landed
+
+    async def _produce(self, node: int, batches: dict[PartitionKey, OutgoingBatch]) -> None:
+        by_topic: dict[str, list[tuple[int, bytes]]] = {}
+        for (topic, partition), batch in batches.items():
+            by_topic.setdefault(topic, []).append((partition, bytes(batch.payload)))
+        request = ProduceRequest(None, ACKS_ALL, self._timeout_ms, list(by_topic.items()))
+        try:
+            response = await self._client.send(node, request)
+            answers = {(topic, part[0]): (part[1], part[2]) for topic, parts in response.topics for part in parts}
+        except (TimeoutError, AioKafkaError, OSError):
+            answers = {}
+        except Exception as exc:  # a bug or a broken client: the copy stops, nothing is acknowledged
+            self._failure = exc
+            self._changed.set()
+            return
+        for key, batch in batches.items():
+            error, base_offset = answers.get(key, (NO_ANSWER, -1))
+            self._answer(key, batch, error, base_offset)
+        self._changed.set()
+
+    def _answer(self, key: PartitionKey, batch: OutgoingBatch, error: int, base_offset: int) -> None:
+        lane = self._lanes[key]
+        if batch not in lane.in_flight:
+            self._failure = KafkaOperationError(f"{key}: an answer for a batch not sent", operation="produce")
+            return
+        if lane.dropping:
+            lane.in_flight.remove(batch)
+            lane.dropping -= 1
+            self._landed.append(Landed(batch, -1, DROPPED))
+        elif lane.resend or error == NO_ANSWER or is_retriable(error):
+            self._send_again(lane, batch)
+        elif lane.in_flight[0] is not batch:  # one connection answers in order; anything else is a bug
+            self._failure = KafkaOperationError(f"{key}: answers out of order", operation="produce")
+        elif error == 0:
+            lane.in_flight.popleft()
+            lane.acknowledged_once = True
+            self._landed.append(Landed(batch, base_offset))
+        elif error in _PRODUCER_BROKEN or error in _NOT_ABOUT_THE_RECORDS:
+            self._failure = KafkaOperationError(
+                f"{key[0]}-{key[1]}: {error_name(error)}", operation="produce", retriable=True
+            )
+        else:  # refused: the caller re-sends what it wants; later batches of the partition are dropped
+            lane.in_flight.popleft()
+            lane.next_sequence = batch.sequence
+            lane.dropping = len(lane.in_flight)
+            dropped = list(lane.queued)
+            lane.queued.clear()
+            self._landed.append(Landed(batch, -1, error, error_name(error)))
+            self._landed.extend(Landed(queued, -1, DROPPED) for queued in dropped)
+
+    def _send_again(self, lane: _Lane, batch: OutgoingBatch) -> None:
+        """Once everything in flight answered, send the unacknowledged batches again in order, same sequences:
+        one that had landed is answered with its first offset again (the broker remembers the last five)."""
+        lane.in_flight.remove(batch)
+        lane.resend = True
+        lane.queued.appendleft(batch)
+        if not lane.in_flight:
+            lane.queued = deque(sorted(lane.queued, key=lambda queued: queued.order))
+            lane.resend, lane.retry_at = False, time.monotonic() + RETRY_BACKOFF_S
+            self._client.force_metadata_update()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+
+# -- both ----------------------------------------------------------------------------------------------------
+
+DEFAULT_FETCH_MAX_BYTES = 52_428_800
+DEFAULT_PARTITION_FETCH_BYTES = 1_048_576
+FETCH_MAX_WAIT_MS = 100  # a partition that gets room waits at most this long for the next fetch of its leader
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+
+
+@dataclass
+class BatchLink:
+    """A copy task's two protocol clients for batch forwarding: the source fetcher and the target producer."""
+
+    fetcher: BatchFetcher
+    producer: BatchProducer
+    read_committed: bool
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.producer.close()
+        with contextlib.suppress(Exception):
+            await self.fetcher.close()
+
+
+async def open_batch_link(
+    source_props: Mapping[str, str],
+    target_props: Mapping[str, str],
+    source_topics: Sequence[str],
+    target_topics: Sequence[str],
+) -> BatchLink:
+    """Connected clients, with the fetch sizes of the source consumer's settings and the target producer's
+    timeouts (their Java names, as the user configured them)."""
+
+    def number(props: Mapping[str, str], key: str, default: int) -> int:
+        return int(props.get(key, default))
+
+    read_committed = source_props.get("isolation.level", "read_committed") != "read_uncommitted"
+    fetcher = BatchFetcher(
+        aio_client(source_props),
+        max_wait_ms=min(number(source_props, "fetch.max.wait.ms", FETCH_MAX_WAIT_MS), FETCH_MAX_WAIT_MS),
+        max_bytes=number(source_props, "fetch.max.bytes", DEFAULT_FETCH_MAX_BYTES),
+        partition_max_bytes=number(source_props, "max.partition.fetch.bytes", DEFAULT_PARTITION_FETCH_BYTES),
+        read_committed=read_committed,
+    )
+    request_timeout_ms = number(target_props, "request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS)
+    producer = BatchProducer(
+        aio_client(target_props),
+        request_timeout_ms=request_timeout_ms,
+        delivery_timeout_s=number(target_props, "delivery.timeout.ms", DEFAULT_DELIVERY_TIMEOUT_MS) / 1000,
+    )
+    link = BatchLink(fetcher, producer, read_committed)
+    try:
+        await fetcher.start(source_topics)
+        await producer.start(target_topics)
+    except BaseException:
+        await link.close()
+        raise
+    return link

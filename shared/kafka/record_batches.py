@@ -1,0 +1,231 @@
+"""Kafka record batches as they travel between clusters: read from a fetch, rewritten for the target, re-encoded.
+
+Batch forwarding moves the source's v2 record batches to the target unchanged apart from the header fields the
+target must own: the base offset (a produced batch must carry 0; the CRC does not cover it), the partition
+leader epoch, the producer id, epoch and base sequence (the copier's own idempotent producer), and the
+transactional flag. The CRC-32C over the attributes onwards is recomputed. Records, compression and
+timestamps are untouched, so the target gives record `i` of the batch the offset `base + i`.
+
+A batch that cannot go as it is (a head before the fetch position, offset gaps left by compaction, log-append
+timestamps, an old message format, or a target refusal) is re-encoded record by record with aiokafka's
+builder; the upstream offset of each record is kept beside it, so offset syncs stay exact.
+
+Pure: no I/O. The wire layout comes from aiokafka's record module (`DefaultRecordBatch`, its builder, CRC-32C).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
+from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from aiokafka.record.legacy_records import LegacyRecordBatch
+from aiokafka.record.util import calc_crc32c
+
+_HEADER = struct.Struct(
+    ">q"  # base offset
+    "i"  # length (of what follows this field)
+    "i"  # partition leader epoch
+    "b"  # magic
+    "I"  # crc-32c, over attributes to the end
+    "h"  # attributes
+    "i"  # last offset delta
+    "q"  # first timestamp
+    "q"  # max timestamp
+    "q"  # producer id
+    "h"  # producer epoch
+    "i"  # base sequence
+    "i"  # record count
+)
+_LOG_OVERHEAD = 12  # base offset + length: every message format starts with them
+_MAGIC_AT = 16
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+_PRODUCER_AT = 43  # producer id, epoch, base sequence: ">qhi"
+_PRODUCER = struct.Struct(">qhi")
+_LEADER_EPOCH = struct.Struct(">i")
+
+COMPRESSION_MASK = 0x07
+LOG_APPEND_TIME_FLAG = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+NO_PRODUCER_ID = -1
+NO_LEADER_EPOCH = -1
+UNLIMITED_BATCH_BYTES = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SourceBatch:
+    """One batch of a fetch response as the source stored it (`raw` is the whole batch, header included)."""
+
+    raw: memoryview
+    base_offset: int
+    last_offset: int
+    magic: int
+    attributes: int = 0
+    producer_id: int = NO_PRODUCER_ID
+    count: int = 0
+    max_timestamp: int = -1
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    def why_not_forwardable(self, position: int) -> str | None:
+        """None when the batch can go to the target as it is from `position` on; otherwise the reason."""
+        if self.magic < 2:
+            return f"message format v{self.magic}"
+        if self.base_offset < position:
+            return "starts before the position"
+        if self.count != self.last_offset - self.base_offset + 1:
+            return "offset gaps (compacted)"
+        if self.attributes & LOG_APPEND_TIME_FLAG:
+            return "log-append timestamps"
+        return None
+
+
+def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
+    """The whole batches in a fetch response's records (a truncated last one is left for the next fetch)."""
+    view = memoryview(message_set)
+    batches: list[SourceBatch] = []
+    position = 0
+    while len(view) - position > _MAGIC_AT:
+        base_offset, length = struct.unpack_from(">qi", view, position)
+        end = position + _LOG_OVERHEAD + length
+        if end > len(view):
+            break
+        raw = view[position:end]
+        if raw[_MAGIC_AT] >= 2:
+            fields = _HEADER.unpack_from(raw)
+            batches.append(
+                SourceBatch(
+                    raw=raw,
+                    base_offset=base_offset,
+                    last_offset=base_offset + fields[6],
+                    magic=fields[3],
+                    attributes=fields[5],
+                    producer_id=fields[9],
+                    count=fields[12],
+                    max_timestamp=fields[8],
+                )
+            )
+        else:  # v0/v1: a wrapper message holds its inner messages; its offset is the last inner one's
+            batches.append(_legacy_batch(raw))
+        position = end
+    return batches
+
+
+def _legacy_batch(raw: memoryview) -> SourceBatch:
+    records = list(LegacyRecordBatch(bytes(raw), raw[_MAGIC_AT]))
+    offsets = [record.offset for record in records]
+    first, last = (offsets[0], offsets[-1]) if offsets else (struct.unpack_from(">q", raw)[0],) * 2
+    newest = max((record.timestamp or -1 for record in records), default=-1)
+    return SourceBatch(
+        raw=raw, base_offset=first, last_offset=last, magic=raw[_MAGIC_AT], count=len(offsets), max_timestamp=newest
+    )
+
+
+@dataclass
+class CommittedFilter:
+    """read_committed over raw batches: drops control batches and the batches of aborted transactions.
+
+    The fetch response lists the aborted transactions that overlap it as (producer id, first offset); a
+    transactional batch of a listed producer, from that offset up to its abort marker, was aborted (the same
+    rule as Kafka's Java consumer)."""
+
+    aborted: list[tuple[int, int]]
+    _open_aborts: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.aborted = sorted(self.aborted, key=lambda entry: entry[1])
+
+    def committed(self, batches: Iterable[SourceBatch]) -> Iterator[SourceBatch]:
+        """The batches a read_committed consumer would see, in order; control batches never."""
+        for batch in batches:
+            if batch.magic >= 2 and batch.producer_id != NO_PRODUCER_ID:
+                while self.aborted and self.aborted[0][1] <= batch.last_offset:
+                    self._open_aborts.add(self.aborted.pop(0)[0])
+                if batch.is_control:
+                    if _is_abort_marker(batch):
+                        self._open_aborts.discard(batch.producer_id)
+                    continue
+                if batch.is_transactional and batch.producer_id in self._open_aborts:
+                    continue
+            if not batch.is_control:
+                yield batch
+
+
+def _is_abort_marker(batch: SourceBatch) -> bool:
+    for record in DefaultRecordBatch(bytes(batch.raw)):
+        key = record.key
+        return key is not None and ControlRecord.parse(key) == ABORT_MARKER
+    return False
+
+
+def for_target(batch: SourceBatch, producer_id: int, producer_epoch: int, base_sequence: int) -> bytearray:
+    """The batch as the target must receive it: base offset 0, no leader epoch, our producer, not transactional."""
+    out = bytearray(batch.raw)
+    struct.pack_into(">q", out, 0, 0)
+    _LEADER_EPOCH.pack_into(out, 12, NO_LEADER_EPOCH)
+    attributes = batch.attributes & ~(TRANSACTIONAL_FLAG | CONTROL_FLAG)
+    struct.pack_into(">h", out, _ATTRIBUTES_AT, attributes)
+    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
+    struct.pack_into(">I", out, _CRC_AT, calc_crc32c(out[_ATTRIBUTES_AT:]))
+    return out
+
+
+def with_sequence(encoded: bytearray, producer_id: int, producer_epoch: int, base_sequence: int) -> bytearray:
+    """`encoded` (a batch made for the target) with another producer state, CRC recomputed."""
+    out = bytearray(encoded)
+    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
+    struct.pack_into(">I", out, _CRC_AT, calc_crc32c(out[_ATTRIBUTES_AT:]))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """One record of a source batch, as a consumer sees it (log-append batches give every record that time)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str, bytes | None]]
+
+
+def records_of(batch: SourceBatch, from_offset: int = 0) -> list[SourceRecord]:
+    """The batch's records at `from_offset` or later, decompressed."""
+    raw = bytes(batch.raw)
+    if batch.magic >= 2:
+        decoded: Iterable[Any] = DefaultRecordBatch(raw)
+    else:
+        decoded = LegacyRecordBatch(raw, batch.magic)
+    records = []
+    for record in decoded:
+        if record.offset >= from_offset:
+            headers = getattr(record, "headers", None) or []
+            records.append(SourceRecord(record.offset, record.timestamp, record.key, record.value, headers))
+    return records
+
+
+def encode_records(records: Sequence[SourceRecord], compression: int) -> bytearray:
+    """A v2 batch for the target holding `records` back to back (offset deltas 0..n-1), no producer yet."""
+    builder = DefaultRecordBatchBuilder(2, compression, 0, NO_PRODUCER_ID, -1, -1, UNLIMITED_BATCH_BYTES)
+    for index, record in enumerate(records):
+        builder.append(index, record.timestamp, record.key, record.value, list(record.headers))
+    return bytearray(builder.build())

@@ -1,0 +1,135 @@
+"""The batch producer's idempotence bookkeeping, against a client that answers as a broker would.
+
+The fake client stands in for the connection only: it answers each Produce with the code the test scripts, and
+otherwise as a broker with sequence checks does (a batch out of sequence is refused, a repeat of one of the last
+five is answered with its first offset again), so the tests see what a broker would make of what was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections import deque
+from typing import Any
+
+import pytest
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+from shared.kafka.batch_link import DROPPED, BatchProducer, Landed, OutgoingBatch
+
+TOPIC = "A.orders"
+MESSAGE_TOO_LARGE, NOT_LEADER, OUT_OF_ORDER = 10, 6, 45
+
+
+class _Cluster:
+    def leader_for_partition(self, _tp: Any) -> int:
+        return 1
+
+
+class _Broker:
+    """One partition's log with the broker's sequence check; `script` forces the answer to the next Produce."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, int]] = []  # (sequence, first offset) of each batch written
+        self.next_offset = 0
+        self.script: deque[int] = deque()
+        self._count = 0
+        self.cluster = _Cluster()
+
+    def answer(self, payload: bytes) -> tuple[int, int]:
+        sequence = struct.unpack_from(">i", payload, 53)[0]
+        count = struct.unpack_from(">i", payload, 57)[0]
+        if self.script:
+            return self.script.popleft(), -1
+        for written, first in self.log[-5:]:
+            if written == sequence:
+                return 0, first
+        expected = self.log[-1][0] + self._count if self.log else 0
+        if sequence != expected:
+            return OUT_OF_ORDER, -1
+        self.log.append((sequence, self.next_offset))
+        self._count = count
+        self.next_offset += count
+        return 0, self.log[-1][1]
+
+    async def send(self, _node: int, request: Any) -> Any:
+        await asyncio.sleep(0)
+        ((topic, [(partition, payload)]),) = request._topics
+        error, offset = self.answer(payload)
+        return type("Response", (), {"topics": [(topic, [(partition, error, offset)])]})()
+
+    def force_metadata_update(self) -> None:
+        pass
+
+
+def _batch(records: int, note: str) -> OutgoingBatch:
+    builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+    for i in range(records):
+        builder.append(i, 1_000, None, f"{note}-{i}".encode(), [])
+    return OutgoingBatch((TOPIC, 0), bytearray(builder.build()), records, note)
+
+
+async def _run(producer: BatchProducer, until: int) -> list[Landed]:
+    landed: list[Landed] = []
+    for _ in range(200):
+        producer.pump()
+        await asyncio.sleep(0.01)
+        landed += producer.take_landed()
+        if len(landed) >= until:
+            break
+    return landed
+
+
+def _producer(broker: _Broker) -> BatchProducer:
+    producer = BatchProducer(broker, request_timeout_ms=1_000, delivery_timeout_s=30)
+    producer.producer_id, producer.producer_epoch = 7, 0
+    return producer
+
+
+@pytest.mark.asyncio
+async def test_batches_land_in_order_with_running_sequences() -> None:
+    broker = _Broker()
+    producer = _producer(broker)
+    for note in "abcd":
+        producer.send(_batch(3, note))
+    landed = await _run(producer, 4)
+    assert [(x.batch.note, x.base_offset, x.error) for x in landed] == [
+        ("a", 0, 0),
+        ("b", 3, 0),
+        ("c", 6, 0),
+        ("d", 9, 0),
+    ]
+    assert [sequence for sequence, _ in broker.log] == [0, 3, 6, 9]
+    assert producer.idle()
+
+
+@pytest.mark.asyncio
+async def test_a_retriable_failure_sends_again_with_the_same_sequence_and_writes_nothing_twice() -> None:
+    broker = _Broker()
+    producer = _producer(broker)
+    producer.send(_batch(2, "a"))
+    await _run(producer, 1)
+    broker.script.append(NOT_LEADER)
+    for note in "bc":
+        producer.send(_batch(2, note))
+    landed = await _run(producer, 2)
+    assert [(x.batch.note, x.base_offset) for x in landed] == [("b", 2), ("c", 4)]
+    assert [sequence for sequence, _ in broker.log] == [0, 2, 4]
+
+
+@pytest.mark.asyncio
+async def test_a_refused_batch_is_reported_and_what_was_sent_after_it_is_dropped() -> None:
+    broker = _Broker()
+    producer = _producer(broker)
+    producer.send(_batch(1, "first"))
+    await _run(producer, 1)
+    broker.script.append(MESSAGE_TOO_LARGE)
+    for note in "xyz":
+        producer.send(_batch(2, note))
+    landed = await _run(producer, 3)
+    assert [(x.batch.note, x.error) for x in landed] == [("x", MESSAGE_TOO_LARGE), ("y", DROPPED), ("z", DROPPED)]
+    assert landed[0].message == "MESSAGE_SIZE_TOO_LARGE"
+    producer.send(_batch(1, "again"))  # the caller sends the refused records again: the sequence continues
+    (again,) = await _run(producer, 1)
+    assert (again.batch.note, again.error, again.base_offset) == ("again", 0, 1)
+    assert [sequence for sequence, _ in broker.log] == [0, 1]
