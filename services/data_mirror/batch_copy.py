@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from services.data_mirror.copy_task import FLUSH_TIMEOUT_S, HANDOVER_CHECK_S, CopyTask, TaskFailed
 from services.data_mirror.partition_copy import PartitionCopy
+from services.data_mirror.task_clients import TaskClients
+from services.data_mirror.work import TaskSpec
 from shared.errors import KafkaOperationError
 from shared.kafka.batch_link import DROPPED, BatchLink, Landed, OutgoingBatch, PartitionFetch
 from shared.kafka.record_batches import (
@@ -52,8 +54,8 @@ class Fetching:
 class BatchCopyTask(CopyTask):
     """A `CopyTask` whose records travel as the source's batches (`spec.copy_batches`)."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, spec: TaskSpec, clients: TaskClients) -> None:
+        super().__init__(spec, clients)
         self.fetching: dict[tuple[str, int], Fetching] = {}
         self._refreshed = 0.0
         self._refreshing: asyncio.Future[None] | None = None
