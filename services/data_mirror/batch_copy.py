@@ -28,6 +28,7 @@ from shared.kafka.batch_link import DROPPED, BatchLink, Landed, OutgoingBatch, P
 from shared.kafka.record_batches import (
     CommittedFilter,
     SourceBatch,
+    SourceRecord,
     encode_records,
     for_target,
     read_batches,
@@ -37,10 +38,16 @@ from shared.kafka.record_batches import (
 MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this many wait for the target
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
+FETCH_RETRY_BACKOFF_S = 0.1
 OFFSET_OUT_OF_RANGE = 1
 TOPIC_AUTHORIZATION_FAILED = 29
 _TOPIC_UNKNOWN = frozenset({3, 100})  # UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
 BATCH_HEADER_BYTES = 61
+
+
+def _newest(records: Sequence[SourceRecord]) -> int:
+    """The newest timestamp of `records` (-1 when none has one: message format v0)."""
+    return max((record.timestamp for record in records if record.timestamp is not None), default=-1)
 
 
 @dataclass
@@ -59,6 +66,8 @@ class BatchCopyTask(CopyTask):
         self.fetching: dict[tuple[str, int], Fetching] = {}
         self._refreshed = 0.0
         self._refreshing: asyncio.Future[None] | None = None
+        self._rotation = 0
+        self._node_retry_at: dict[int, float] = {}
 
     # -- the record path's hooks -----------------------------------------------------------------------
     def _assign(self) -> None:
@@ -104,11 +113,11 @@ class BatchCopyTask(CopyTask):
                 await asyncio.wait([*fetches.values(), waiter], timeout=WAKE_S, return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
                 self.clock.now_ms = time.time() * 1000
+                self._take_landed(link)  # first: a refusal rewinds its partition before newer data is queued
                 for node, fetch in list(fetches.items()):
                     if fetch.done():
                         del fetches[node]
-                        self._take_fetch(link, fetch)
-                self._take_landed(link)
+                        self._take_fetch(link, node, fetch)
                 link.producer.pump()
                 now = time.monotonic()
                 if now >= next_check:
@@ -140,13 +149,19 @@ class BatchCopyTask(CopyTask):
     ) -> None:
         by_node: dict[int, dict[tuple[str, int], int]] = {}
         unknown = False
-        for key, part in self.parts.items():
+        now = time.monotonic()
+        # A different partition first each time: only the first partition with data gets a batch larger than
+        # max.partition.fetch.bytes whole, so a fixed order could starve a later partition's large batch.
+        keys = list(self.parts)
+        self._rotation = (self._rotation + 1) % max(len(keys), 1)
+        for key in keys[self._rotation :] + keys[: self._rotation]:
+            part = self.parts[key]
             if part.paused or link.producer.in_flight(part.work.remote_key) >= MAX_QUEUED_BATCHES:
                 continue
             node = link.fetcher.leader(key)
             if node is None:
                 unknown = True
-            elif node not in fetches:
+            elif node not in fetches and now >= self._node_retry_at.get(node, 0.0):
                 by_node.setdefault(node, {})[key] = self.fetching[key].position
         for node, positions in by_node.items():
             fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions))
@@ -160,13 +175,18 @@ class BatchCopyTask(CopyTask):
             self._refreshing = asyncio.ensure_future(link.fetcher.refresh())
 
     # -- what was fetched -------------------------------------------------------------------------------
-    def _take_fetch(self, link: BatchLink, fetch: asyncio.Task[dict[tuple[str, int], PartitionFetch]]) -> None:
+    def _take_fetch(
+        self, link: BatchLink, node: int, fetch: asyncio.Task[dict[tuple[str, int], PartitionFetch]]
+    ) -> None:
         try:
             fetched = fetch.result()
-        except KafkaOperationError:  # the connection failed: ask again after new metadata
+        except KafkaOperationError:  # the connection failed: ask again after new metadata, not at once
             self.read_errors += 1
+            self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
             self._refresh(link)
             return
+        if fetched and all(answer.error for answer in fetched.values()):
+            self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
         for key, answer in fetched.items():
             part, fetching = self.parts.get(key), self.fetching.get(key)
             if part is None or fetching is None or part.paused or answer.requested != fetching.position:
@@ -194,9 +214,13 @@ class BatchCopyTask(CopyTask):
         fetching.position = max(fetching.position, batches[-1].next_offset)
 
     def _send(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
-        """Queue `batch` for the target, as it is or re-encoded; False when a record of it is refused."""
+        """Queue `batch` for the target, as it is or re-encoded; False when the partition stops in it (a record
+        the target refuses, or a refusal an earlier task committed whose retry is not due yet)."""
         limit = part.work.max_record_bytes
+        held = part.held_at is not None and batch.last_offset >= part.held_at
         reason = batch.why_not_forwardable(fetching.position)
+        if reason is None and held:
+            reason = "stops at a refused record"
         if reason is None and batch.base_offset <= fetching.one_by_one_until:
             reason = "after a refusal, record by record"
         if reason is None and limit is not None and len(batch.raw) > limit:
@@ -209,33 +233,45 @@ class BatchCopyTask(CopyTask):
             return True
         part.reencoded_reason = reason
         records = records_of(batch, fetching.position)
-        one_by_one = batch.base_offset <= fetching.one_by_one_until or (limit is not None and len(batch.raw) > limit)
-        groups = [[record] for record in records] if one_by_one else [records]
-        for group in groups:
-            if not group:
-                continue
-            encoded = encode_records(group, batch.compression)
+        if held:
+            assert part.held_at is not None
+            records = [record for record in records if record.offset < part.held_at]
+        one_by_one = batch.base_offset <= fetching.one_by_one_until
+        if not one_by_one and records:
+            encoded = encode_records(records, batch.compression)
+            if limit is None or len(encoded) <= limit:
+                self._queue(link, part, encoded, [r.offset for r in records], _newest(records))
+                records = []
+        for record in records:  # one per batch: the batch is too large, or the target refused it as a whole
+            encoded = encode_records([record], batch.compression)
             if limit is not None and len(encoded) > limit:
-                size = len(encoded) - BATCH_HEADER_BYTES
-                where = part.work.remote_topic
+                size, where = len(encoded) - BATCH_HEADER_BYTES, part.work.remote_topic
                 part.refuse(
-                    group[0].offset, f"record of {size} bytes is larger than max.message.bytes={limit} of {where}"
+                    record.offset, f"record of {size} bytes is larger than max.message.bytes={limit} of {where}"
                 )
-                self._hold(part)
-                fetching.position = group[0].offset
+                self._stop_at(part, fetching, record.offset)
                 return False
-            newest = max(record.timestamp for record in group)
-            self._queue(link, part, encoded, [record.offset for record in group], newest)
+            self._queue(link, part, encoded, [record.offset], _newest([record]))
+        if held:
+            assert part.held_at is not None
+            self._stop_at(part, fetching, part.held_at)
+            return False
         return True
+
+    def _stop_at(self, part: PartitionCopy, fetching: Fetching, offset: int) -> None:
+        self._hold(part)
+        fetching.position = offset
 
     def _count(self, part: PartitionCopy, batch: SourceBatch) -> None:
         part.records += batch.count
         part.bytes += max(len(batch.raw) - BATCH_HEADER_BYTES, 0)
+        self.records += batch.count
+        if batch.max_timestamp < 0:
+            return  # message format v0: no timestamps, no age
         age = self.clock.now_ms - batch.max_timestamp
         part.age_ms_sum += age * batch.count
         if age > part.age_ms_max:
             part.age_ms_max = age
-        self.records += batch.count
 
     def _queue(
         self, link: BatchLink, part: PartitionCopy, payload: bytearray, upstream: Sequence[int], newest_ms: float
@@ -278,12 +314,15 @@ class BatchCopyTask(CopyTask):
                 part.in_flight.popleft()
             else:
                 part.in_flight.popleft()
-                self._refused(part, upstream, landed)
+                self._refused(link, part, upstream, landed)
 
-    def _refused(self, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
-        """A batch of several records is sent again record by record; a single refused record stops the partition."""
+    def _refused(self, link: BatchLink, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
+        """A batch of several records is sent again record by record; a single refused record stops the partition.
+
+        Either way the partition starts again from the refused batch: what was queued behind it is dropped."""
         fetching = self.fetching[part.work.key]
         fetching.position = upstream[0]
+        link.producer.resume(part.work.remote_key)
         if len(upstream) > 1:
             fetching.one_by_one_until = max(fetching.one_by_one_until, upstream[-1])
             part.reencoded_reason = f"refused as a batch: {landed.message}"

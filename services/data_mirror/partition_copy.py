@@ -109,6 +109,8 @@ class PartitionCopy:
                 self.tracker.delivered(offset, downstream_base + index)
         self.acked = upstream[-1]
         self.acked_records += len(upstream)
+        if newest_timestamp_ms < 0:
+            return  # no timestamps (message format v0)
         latency = self.clock.now_ms - newest_timestamp_ms
         self.latency_ms_sum += latency * len(upstream)
         if latency > self.latency_ms_max:

@@ -182,9 +182,11 @@ class _Lane:
     resend: bool = False  # a retriable failure: once nothing is in flight, send the unacknowledged again
     retry_at: float = 0.0
     dropping: int = 0  # in-flight batches sent after a refusal, still to be answered and dropped
+    refused: bool = False  # nothing more goes out until the caller decided what to send again (`resume`)
+    node: int = -1  # the leader the in-flight batches went to; a new leader waits until they are answered
 
     def capacity(self, now: float) -> int:
-        if self.resend or self.dropping or now < self.retry_at:
+        if self.resend or self.dropping or self.refused or now < self.retry_at:
             return 0
         limit = MAX_IN_FLIGHT_PER_PARTITION if self.acknowledged_once else 1
         return limit - len(self.in_flight)
@@ -258,6 +260,9 @@ class BatchProducer:
             if node is None or node < 0:
                 self._client.force_metadata_update()
                 continue
+            if lane.in_flight and node != lane.node:
+                continue  # one connection keeps a partition's batches in order: the new leader gets them after
+            lane.node = node
             lane.queued.popleft()
             if head.sequence < 0:
                 head.sequence = lane.next_sequence
@@ -269,6 +274,17 @@ class BatchProducer:
             task = asyncio.ensure_future(self._produce(node, batches))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
+
+    def resume(self, key: PartitionKey) -> None:
+        """After a refusal: drop what was queued for the partition meanwhile (reported as DROPPED) and let the
+        partition send again, from the refused batch's sequence."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            return
+        self._landed.extend(Landed(queued, -1, DROPPED) for queued in lane.queued)
+        lane.queued.clear()
+        lane.refused = False
+        self._changed.set()
 
     async def wait(self) -> None:
         """Return once an answer came in since the last `take_landed`."""
@@ -309,10 +325,8 @@ class BatchProducer:
             lane.in_flight.remove(batch)
             lane.dropping -= 1
             self._landed.append(Landed(batch, -1, DROPPED))
-        elif lane.resend or error == NO_ANSWER or is_retriable(error):
-            self._send_again(lane, batch)
-        elif lane.in_flight[0] is not batch:  # one connection answers in order; anything else is a bug
-            self._failure = KafkaOperationError(f"{key}: answers out of order", operation="produce")
+        elif lane.resend or error == NO_ANSWER or is_retriable(error) or lane.in_flight[0] is not batch:
+            self._send_again(lane, batch)  # (not the head: answered before an earlier batch, a connection replaced)
         elif error == 0:
             lane.in_flight.popleft()
             lane.acknowledged_once = True
@@ -321,9 +335,10 @@ class BatchProducer:
             self._failure = KafkaOperationError(
                 f"{key[0]}-{key[1]}: {error_name(error)}", operation="produce", retriable=True
             )
-        else:  # refused: the caller re-sends what it wants; later batches of the partition are dropped
+        else:  # refused: the caller re-sends what it wants (`resume`); later batches of the partition are dropped
             lane.in_flight.popleft()
             lane.next_sequence = batch.sequence
+            lane.refused = True
             lane.dropping = len(lane.in_flight)
             dropped = list(lane.queued)
             lane.queued.clear()

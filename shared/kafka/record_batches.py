@@ -52,6 +52,7 @@ COMPRESSION_MASK = 0x07
 LOG_APPEND_TIME_FLAG = 0x08
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40  # the log cleaner's: the first timestamp holds when tombstones may go (KIP-534)
 NO_PRODUCER_ID = -1
 NO_LEADER_EPOCH = -1
 UNLIMITED_BATCH_BYTES = 2**31 - 1
@@ -96,6 +97,8 @@ class SourceBatch:
             return "offset gaps (compacted)"
         if self.attributes & LOG_APPEND_TIME_FLAG:
             return "log-append timestamps"
+        if self.attributes & DELETE_HORIZON_FLAG:
+            return "cleaned tombstones (a delete horizon)"  # the source's horizon must not reach the target
         return None
 
 
@@ -202,7 +205,7 @@ class SourceRecord:
     """One record of a source batch, as a consumer sees it (log-append batches give every record that time)."""
 
     offset: int
-    timestamp: int
+    timestamp: int | None  # None: message format v0 had none (the target's producer time is used)
     key: bytes | None
     value: bytes | None
     headers: Sequence[tuple[str, bytes | None]]

@@ -27,6 +27,17 @@ def _mirror(tmp_path: Path, a: KafkaCluster, b: KafkaCluster, topics: str) -> Se
     return ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"})
 
 
+def _mirror_one_topic(
+    tmp_path: Path, a: KafkaCluster, b: KafkaCluster, topic: str, source: list[Rec], event: str, **fields: object
+) -> tuple[dict[str, object], list[Rec]]:
+    """Mirror `topic` until its copy holds as many records as `source`; the `event` log line and the copy."""
+    with _mirror(tmp_path, a, b, topic) as mirror:
+        logged = mirror.wait_for_log(event, topic=topic, **fields)
+        target = consume_all(b.client_properties(), f"A.{topic}", expected=len(source), timeout_s=120)
+        assert mirror.stop() == 0
+    return logged, target
+
+
 def _fields(records: list[Rec]) -> list[tuple[object, ...]]:
     return [(r.key, r.value, r.headers, r.timestamp_ms) for r in records]
 
@@ -124,11 +135,10 @@ def test_a_compacted_source_arrives_as_consumers_see_it_with_exact_offsets(
     source = consume_to_end(cluster_a.client_properties(), topic)
     offsets = [r.offset for r in source]
     assert any(b - a > 1 for a, b in itertools.pairwise(offsets)), "compaction left offset gaps"
-    with _mirror(tmp_path, cluster_a, cluster_b, topic) as mirror:
-        mirror.wait_for_log("batches_reencoded", topic=topic, reason="offset gaps (compacted)")
-        target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=len(source), timeout_s=120)
-        assert _fields(target) == _fields(source)
-        assert mirror.stop() == 0
+    _, target = _mirror_one_topic(
+        tmp_path, cluster_a, cluster_b, topic, source, "batches_reencoded", reason="offset gaps (compacted)"
+    )
+    assert _fields(target) == _fields(source)
     _assert_syncs_exact(cluster_a, topic, source, target)
 
 
@@ -141,12 +151,9 @@ def test_a_batch_larger_than_the_target_allows_arrives_record_by_record(
     values = [(f"k{i}".encode(), bytes([i % 256]) * 300) for i in range(300)]  # 90 KB in a few batches
     produce(cluster_a.client_properties(), topic, values, partition=0)
     source = consume_to_end(cluster_a.client_properties(), topic)
-    with _mirror(tmp_path, cluster_a, cluster_b, topic) as mirror:
-        reencoded = mirror.wait_for_log("batches_reencoded", topic=topic)
-        assert "max.message.bytes=20000" in reencoded["reason"]
-        target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=len(source), timeout_s=120)
-        assert _fields(target) == _fields(source)
-        assert mirror.stop() == 0
+    reencoded, target = _mirror_one_topic(tmp_path, cluster_a, cluster_b, topic, source, "batches_reencoded")
+    assert "max.message.bytes=20000" in str(reencoded["reason"])
+    assert _fields(target) == _fields(source)
     _assert_syncs_exact(cluster_a, topic, source, target)
 
 

@@ -86,6 +86,15 @@ def _producer(broker: _Broker) -> BatchProducer:
     return producer
 
 
+async def _one_landed(records: int) -> tuple[_Broker, BatchProducer]:
+    """A producer whose first batch of `records` records landed (so five may be in flight)."""
+    broker = _Broker()
+    producer = _producer(broker)
+    producer.send(_batch(records, "first"))
+    assert [x.error for x in await _run(producer, 1)] == [0]
+    return broker, producer
+
+
 @pytest.mark.asyncio
 async def test_batches_land_in_order_with_running_sequences() -> None:
     broker = _Broker()
@@ -105,10 +114,7 @@ async def test_batches_land_in_order_with_running_sequences() -> None:
 
 @pytest.mark.asyncio
 async def test_a_retriable_failure_sends_again_with_the_same_sequence_and_writes_nothing_twice() -> None:
-    broker = _Broker()
-    producer = _producer(broker)
-    producer.send(_batch(2, "a"))
-    await _run(producer, 1)
+    broker, producer = await _one_landed(2)
     broker.script.append(NOT_LEADER)
     for note in "bc":
         producer.send(_batch(2, note))
@@ -119,17 +125,18 @@ async def test_a_retriable_failure_sends_again_with_the_same_sequence_and_writes
 
 @pytest.mark.asyncio
 async def test_a_refused_batch_is_reported_and_what_was_sent_after_it_is_dropped() -> None:
-    broker = _Broker()
-    producer = _producer(broker)
-    producer.send(_batch(1, "first"))
-    await _run(producer, 1)
+    broker, producer = await _one_landed(1)
     broker.script.append(MESSAGE_TOO_LARGE)
     for note in "xyz":
         producer.send(_batch(2, note))
     landed = await _run(producer, 3)
     assert [(x.batch.note, x.error) for x in landed] == [("x", MESSAGE_TOO_LARGE), ("y", DROPPED), ("z", DROPPED)]
     assert landed[0].message == "MESSAGE_SIZE_TOO_LARGE"
+    producer.send(_batch(1, "late"))  # queued before the caller decided: dropped when it resumes
+    assert [x.batch.note for x in await _run(producer, 0)] == []
+    producer.resume((TOPIC, 0))
     producer.send(_batch(1, "again"))  # the caller sends the refused records again: the sequence continues
-    (again,) = await _run(producer, 1)
+    late, again = await _run(producer, 2)
+    assert (late.batch.note, late.error) == ("late", DROPPED)
     assert (again.batch.note, again.error, again.base_offset) == ("again", 0, 1)
     assert [sequence for sequence, _ in broker.log] == [0, 1]

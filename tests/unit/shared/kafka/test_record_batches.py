@@ -125,6 +125,9 @@ def test_what_cannot_go_as_it_is_says_why() -> None:
     assert plain.why_not_forwardable(12) == "starts before the position"
     assert gaps.why_not_forwardable(10) == "offset gaps (compacted)"
     assert appended.why_not_forwardable(10) == "log-append timestamps"
+    cleaned = bytearray(_batch(10, 2))
+    struct.pack_into(">h", cleaned, 21, struct.unpack_from(">h", cleaned, 21)[0] | 0x40)  # the cleaner's flag
+    assert read_batches(bytes(cleaned))[0].why_not_forwardable(10) == "cleaned tombstones (a delete horizon)"
     legacy = LegacyRecordBatchBuilder(1, 0, 1 << 20)
     legacy.append(0, 1_000, b"k", b"v")
     (old,) = read_batches(bytes(legacy.build()))
