@@ -245,7 +245,7 @@ class BatchCopyTask(CopyTask):
         for record in records:  # one per batch: the batch is too large, or the target refused it as a whole
             encoded = encode_records([record], batch.compression)
             if limit is not None and len(encoded) > limit:
-                size, where = len(encoded) - BATCH_HEADER_BYTES, part.work.remote_topic
+                size, where = len(encoded), part.work.remote_topic
                 part.refuse(
                     record.offset, f"record of {size} bytes is larger than max.message.bytes={limit} of {where}"
                 )
