@@ -33,12 +33,15 @@ from aiokafka.structs import TopicPartition
 from shared.errors import KafkaOperationError
 from shared.kafka.factories import aio_client
 from shared.kafka.record_batches import with_sequence
+from shared.retry import Backoff, retry_async
 
 PartitionKey = tuple[str, int]
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 ACKS_ALL = -1
 MAX_IN_FLIGHT_PER_PARTITION = 5
 RETRY_BACKOFF_S = 0.1
+INIT_BACKOFF = Backoff(first_s=0.1, max_s=1.0)
+INIT_TIMEOUT_S = 60
 
 # Codes that are about the producer or the request, not the records: the copy cannot go on with this producer.
 OUT_OF_ORDER_SEQUENCE = 45
@@ -209,15 +212,23 @@ class BatchProducer:
         self.producer_epoch = -1
 
     async def start(self, topics: Sequence[str]) -> None:
-        """Connect and take a producer id of our own (never the source's: ids are per cluster)."""
+        """Connect and take a producer id of our own (never the source's: ids are per cluster).
+
+        A cluster whose transaction coordinator is still loading (its first idempotent producer creates
+        `__transaction_state`) answers with a retriable error for a while: asked again, as Kafka's producer does."""
         await self._client.bootstrap()
         await self._client.set_topics(list(topics))
+        await asyncio.wait_for(retry_async(self._init_producer_id, backoff=INIT_BACKOFF), INIT_TIMEOUT_S)
+
+    async def _init_producer_id(self) -> None:
         node = self._client.get_random_node()
-        response = await self._client.send(node, InitProducerIdRequest(None, self._timeout_ms))
+        try:
+            response = await self._client.send(node, InitProducerIdRequest(None, self._timeout_ms))
+        except (AioKafkaError, TimeoutError, OSError) as exc:
+            raise KafkaOperationError(f"InitProducerId failed: {exc!r}", operation="init producer id") from exc
         if response.error_code:
-            name = error_name(response.error_code)
             raise KafkaOperationError(
-                f"InitProducerId failed: {name}",
+                f"InitProducerId failed: {error_name(response.error_code)}",
                 operation="init producer id",
                 retriable=is_retriable(response.error_code),
             )
