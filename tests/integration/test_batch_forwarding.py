@@ -32,7 +32,7 @@ def _mirror_one_topic(
 ) -> tuple[dict[str, object], list[Rec]]:
     """Mirror `topic` until its copy holds as many records as `source`; the `event` log line and the copy."""
     with _mirror(tmp_path, a, b, topic) as mirror:
-        logged = mirror.wait_for_log(event, topic=topic, **fields)
+        logged = mirror.wait_for_log(event, 120, topic=topic, **fields)
         target = consume_all(b.client_properties(), f"A.{topic}", expected=len(source), timeout_s=120)
         assert mirror.stop() == 0
     return logged, target
