@@ -423,9 +423,8 @@ async def open_batch_link(
         delivery_timeout_s=number(target_props, "delivery.timeout.ms", DEFAULT_DELIVERY_TIMEOUT_MS) / 1000,
     )
     link = BatchLink(fetcher, producer, read_committed)
-    try:
-        await fetcher.start(source_topics)
-        await producer.start(target_topics)
+    try:  # both clusters at once: a task's start-up waits for the slower one only
+        await asyncio.gather(fetcher.start(source_topics), producer.start(target_topics))
     except BaseException:
         await link.close()
         raise
