@@ -1,6 +1,6 @@
 """Batch forwarding on real clusters: what the source's batches hold arrives as a read_committed consumer sees it.
 
-Every at-least-once flow forwards batches by default (`strait.copy.batches=auto`); these tests cover the cases
+With `strait.copy.batches=auto` an at-least-once flow forwards batches; these tests cover the cases
 where forwarding unchanged would be wrong and the copy must notice: aborted transactions, compacted batches,
 batches larger than the target allows, and every compression codec.
 """
@@ -23,7 +23,8 @@ from tests.support.waiting import wait_until
 
 
 def _mirror(tmp_path: Path, a: KafkaCluster, b: KafkaCluster, topics: str) -> ServiceProcess:
-    config = write_mm2_config(tmp_path / "mm2.properties", {"A": a, "B": b}, {"A->B": {"topics": topics}})
+    flow = {"topics": topics, "strait.copy.batches": "auto"}
+    config = write_mm2_config(tmp_path / "mm2.properties", {"A": a, "B": b}, {"A->B": flow})
     return ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"})
 
 
