@@ -18,13 +18,16 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from services.data_mirror.copy_task import FLUSH_TIMEOUT_S, HANDOVER_CHECK_S, CopyTask, TaskFailed
 from services.data_mirror.partition_copy import PartitionCopy
+from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskSpec
 from shared.errors import KafkaOperationError
 from shared.kafka.batch_link import DROPPED, BatchLink, Landed, OutgoingBatch, PartitionFetch
+from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.record_batches import (
     CommittedFilter,
     SourceBatch,
@@ -41,8 +44,6 @@ REFRESH_EVERY_S = 0.5
 FETCH_RETRY_BACKOFF_S = 0.1
 OFFSET_OUT_OF_RANGE = 1
 TOPIC_AUTHORIZATION_FAILED = 29
-_TOPIC_UNKNOWN = frozenset({3, 100})  # UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
-BATCH_HEADER_BYTES = 61
 
 
 def _newest(records: Sequence[SourceRecord]) -> int:
@@ -109,10 +110,7 @@ class BatchCopyTask(CopyTask):
         try:
             while True:
                 self._start_fetches(link, fetches)
-                waiter = asyncio.ensure_future(link.producer.wait())
-                await asyncio.wait([*fetches.values(), waiter], timeout=WAKE_S, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                self.clock.now_ms = time.time() * 1000
+                await self._wake(link, *fetches.values())
                 self._take_landed(link)  # first: a refusal rewinds its partition before newer data is queued
                 for node, fetch in list(fetches.items()):
                     if fetch.done():
@@ -138,11 +136,15 @@ class BatchCopyTask(CopyTask):
             if time.monotonic() > deadline:
                 raise TaskFailed(f"batches not acknowledged within {FLUSH_TIMEOUT_S}s")
             link.producer.pump()
-            waiter = asyncio.ensure_future(link.producer.wait())
-            await asyncio.wait([waiter], timeout=WAKE_S)
-            waiter.cancel()
-            self.clock.now_ms = time.time() * 1000
+            await self._wake(link)
             self._take_landed(link)
+
+    async def _wake(self, link: BatchLink, *fetches: asyncio.Future[Any]) -> None:
+        """Wait until the target answers, a fetch returns or WAKE_S passes; then read the clock."""
+        answered = asyncio.ensure_future(link.producer.wait())
+        await asyncio.wait([*fetches, answered], timeout=WAKE_S, return_when=asyncio.FIRST_COMPLETED)
+        answered.cancel()
+        self.clock.now_ms = time.time() * 1000
 
     def _start_fetches(
         self, link: BatchLink, fetches: dict[int, asyncio.Task[dict[tuple[str, int], PartitionFetch]]]
@@ -218,10 +220,11 @@ class BatchCopyTask(CopyTask):
         the target refuses, or a refusal an earlier task committed whose retry is not due yet)."""
         limit = part.work.max_record_bytes
         held = part.held_at is not None and batch.last_offset >= part.held_at
+        one_by_one = batch.base_offset <= fetching.one_by_one_until
         reason = batch.why_not_forwardable(fetching.position)
         if reason is None and held:
             reason = "stops at a refused record"
-        if reason is None and batch.base_offset <= fetching.one_by_one_until:
+        if reason is None and one_by_one:
             reason = "after a refusal, record by record"
         if reason is None and limit is not None and len(batch.raw) > limit:
             reason = f"batch of {len(batch.raw)} bytes is larger than max.message.bytes={limit}"
@@ -236,7 +239,6 @@ class BatchCopyTask(CopyTask):
         if held:
             assert part.held_at is not None
             records = [record for record in records if record.offset < part.held_at]
-        one_by_one = batch.base_offset <= fetching.one_by_one_until
         if not one_by_one and records:
             encoded = encode_records(records, batch.compression)
             if limit is None or len(encoded) <= limit:
@@ -264,7 +266,7 @@ class BatchCopyTask(CopyTask):
 
     def _count(self, part: PartitionCopy, batch: SourceBatch) -> None:
         part.records += batch.count
-        part.bytes += max(len(batch.raw) - BATCH_HEADER_BYTES, 0)
+        part.bytes += max(len(batch.raw) - RECORD_BATCH_OVERHEAD, 0)
         self.records += batch.count
         if batch.max_timestamp < 0:
             return  # message format v0: no timestamps, no age
@@ -285,7 +287,7 @@ class BatchCopyTask(CopyTask):
             self._out_of_range(part, fetching)
         elif code == TOPIC_AUTHORIZATION_FAILED:
             raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
-        elif code in _TOPIC_UNKNOWN and not link.fetcher.knows(part.work.source_topic):
+        elif code in TOPIC_GONE and not link.fetcher.knows(part.work.source_topic):
             self._hold(part)  # deleted on the source: the driver's next refresh drops it
         else:  # a leader moved, a replica is behind: new metadata, then the next fetch
             self.read_errors += 1
