@@ -270,10 +270,13 @@ class Demo:
         say("stopped; nothing left running" if not left else f"still running: {', '.join(left)}")
 
     def _summary(self) -> None:
-        """Wait (bounded) for the target to hold every record produced, then say what arrived."""
+        """Wait (bounded) for the target to hold every record produced and the status to count them, then say
+        what arrived."""
         deadline = time.monotonic() + CATCH_UP_S
         snapshot = self._read()
-        while time.monotonic() < deadline and (snapshot.problem or any(row.behind for row in snapshot.topics)):
+        while time.monotonic() < deadline and (
+            snapshot.problem or any(row.behind for row in snapshot.topics) or snapshot.status_trails_target()
+        ):
             time.sleep(1)
             snapshot = self._read()
         say("summary:")

@@ -63,6 +63,15 @@ class Snapshot:
         numbers = [count for count in counts if isinstance(count, int)]
         return sum(numbers) if numbers else None
 
+    def status_trails_target(self) -> bool:
+        """True while a flow's data-mirror status counts fewer records than its remote topics hold: the status is
+        published every few seconds, so records can land before it counts them (the demo's topics start empty)."""
+        for flow in self.flows:
+            on_target = sum(row.on_target or 0 for row in self.topics if row.flow == flow.flow)
+            if on_target and (self.flow_mirrored(flow) or 0) < on_target:
+                return True
+        return False
+
     def service_state(self, service: str) -> str | None:
         """The worst state the service's instances report (over all flows), None before its first status."""
         states = [i.state for flow in self.flows for i in flow.instances if i.service == service]
