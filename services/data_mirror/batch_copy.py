@@ -6,7 +6,9 @@ gives its records consecutive offsets, so one offset sync per run of batches sta
 go as it is (starting before the position, offset gaps left by compaction, log-append timestamps, an old
 message format, larger than the target's max.message.bytes) is re-encoded with the same producer, so order and
 idempotence hold; a batch the target refuses is sent again one record per batch, and a record refused on its
-own stops its partition exactly as the record path does (`PartitionCopy.refuse`).
+own stops its partition exactly as the record path does (`PartitionCopy.refuse`). Several small batches that one
+fetch brings back to back are merged into one re-encoded batch, so a backlog of tiny batches is not copied at
+five batches per round trip.
 
 Only at-least-once flows use it: exactly-once flows copy record by record inside the target transaction.
 Progress, offset syncs and hand-over are the record path's (`CopyTask`); only fetching and producing differ.
@@ -39,6 +41,11 @@ from shared.kafka.record_batches import (
 )
 
 MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this many wait for the target
+# A fetch that brings several small batches of a partition (a backlog of a producer that sends few records per
+# batch) merges them: a partition has at most five batches in flight, so tiny ones would cap the copy far below
+# the rate the source was written at (one merged batch costs a re-encoding, many tiny ones cost a round trip each).
+SMALL_BATCH_RECORDS = 64
+MERGED_BATCH_BYTES = 256 * 1024
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
 FETCH_RETRY_BACKOFF_S = 0.1
@@ -207,13 +214,59 @@ class BatchCopyTask(CopyTask):
         if not batches:
             return
         kept = CommittedFilter(answer.aborted).committed(batches) if link.read_committed else batches
-        for batch in kept:
-            if batch.is_control or batch.last_offset < fetching.position:
-                continue
-            if not self._send(link, part, fetching, batch):
+        due = [batch for batch in kept if not batch.is_control and batch.last_offset >= fetching.position]
+        for group in self._groups(part, fetching, due):
+            sent = self._send(link, part, fetching, group[0]) if len(group) == 1 else self._merge(link, part, group)
+            if not sent:
                 return  # the partition stopped at a refused record
-            fetching.position = batch.next_offset
+            fetching.position = group[-1].next_offset
         fetching.position = max(fetching.position, batches[-1].next_offset)
+
+    def _groups(self, part: PartitionCopy, fetching: Fetching, batches: list[SourceBatch]) -> list[list[SourceBatch]]:
+        """`batches` in order, small ones that follow each other without a gap merged into groups; the rest alone."""
+        limit = min(part.work.max_record_bytes or MERGED_BATCH_BYTES, MERGED_BATCH_BYTES)
+        groups: list[list[SourceBatch]] = []
+        size = 0
+        for batch in batches:
+            group = groups[-1] if groups else None
+            if (
+                group is not None
+                and self._mergeable(part, fetching, group[-1])
+                and self._mergeable(part, fetching, batch)
+                and batch.base_offset == group[-1].next_offset
+                and batch.compression == group[0].compression
+                and size + len(batch.raw) <= limit
+            ):
+                group.append(batch)
+                size += len(batch.raw)
+            else:
+                groups.append([batch])
+                size = len(batch.raw)
+        return groups
+
+    @staticmethod
+    def _mergeable(part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
+        """A small batch that could be forwarded as it is: merging it with its neighbours keeps offsets exact."""
+        return (
+            batch.count < SMALL_BATCH_RECORDS
+            and batch.why_not_forwardable(max(fetching.position, batch.base_offset)) is None
+            and batch.base_offset >= fetching.position
+            and batch.base_offset > fetching.one_by_one_until
+            and (part.held_at is None or batch.last_offset < part.held_at)
+        )
+
+    def _merge(self, link: BatchLink, part: PartitionCopy, group: list[SourceBatch]) -> bool:
+        """Send consecutive small batches as one, re-encoded in their codec (one by one if too large for the target)."""
+        records = [record for batch in group for record in records_of(batch)]
+        encoded = encode_records(records, group[0].compression)
+        limit = part.work.max_record_bytes
+        if limit is not None and len(encoded) > limit:
+            return all(self._send(link, part, self.fetching[part.work.key], batch) for batch in group)
+        for batch in group:
+            self._count(part, batch)
+        upstream = range(group[0].base_offset, group[-1].last_offset + 1)
+        self._queue(link, part, encoded, upstream, max(batch.max_timestamp for batch in group))
+        return True
 
     def _send(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
         """Queue `batch` for the target, as it is or re-encoded; False when the partition stops in it (a record

@@ -1,0 +1,112 @@
+"""Batch forwarding merges a fetch's run of small batches into one (a producer's backlog of tiny batches would
+otherwise go at five batches per round trip): the records, their order and their offsets stay exact, and what
+cannot be merged (a large batch, a gap, another codec, the target's size limit) still travels as before."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from aiokafka.record.default_records import DefaultRecordBatch
+
+from services.data_mirror.batch_copy import SMALL_BATCH_RECORDS, BatchCopyTask, Fetching
+from services.data_mirror.partition_copy import PartitionCopy
+from services.data_mirror.sync_rules import SyncTracker
+from shared.kafka.batch_link import OutgoingBatch, PartitionFetch
+from tests.unit.services.data_mirror.test_copy_task import _spec
+from tests.unit.shared.kafka.test_record_batches import LZ4
+from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch
+
+KEY = ("orders", 0)
+
+
+class Sent:
+    """The link's producer as the task sees it: what was queued for the target, in order."""
+
+    def __init__(self) -> None:
+        self.batches: list[OutgoingBatch] = []
+
+    def send(self, batch: OutgoingBatch) -> None:
+        self.batches.append(batch)
+
+
+@dataclasses.dataclass
+class Link:
+    producer: Sent = dataclasses.field(default_factory=Sent)
+    read_committed: bool = False
+
+
+def forward(fetched: bytes, *, max_record_bytes: int | None = 1_000_000) -> tuple[list[OutgoingBatch], int]:
+    """Feed one fetch of partition 0 to a batch-forwarding task from offset 0: what it queued, where it goes on."""
+    spec = _spec(1)
+    work = dataclasses.replace(spec.partitions[0], max_record_bytes=max_record_bytes)
+    task = BatchCopyTask(dataclasses.replace(spec, partitions=(work,), copy_batches=True), clients=None)  # type: ignore[arg-type]
+    part = PartitionCopy(work, None, 0, SyncTracker(100), task.clock)
+    part.position = 0
+    task.parts[KEY] = part
+    task.fetching[KEY] = fetching = Fetching(0)
+    link: Any = Link()
+    task._forward_batches(link, part, fetching, PartitionFetch(0, 0, -1, -1, 0, [], fetched))
+    return link.producer.batches, fetching.position
+
+
+def records(batch: OutgoingBatch) -> list[tuple[Any, ...]]:
+    return [(r.key, r.value, r.timestamp, list(r.headers)) for r in DefaultRecordBatch(bytes(batch.payload))]
+
+
+def upstream(batch: OutgoingBatch) -> list[int]:
+    return list(batch.note[1])
+
+
+def source_records(*stored: bytes) -> list[tuple[Any, ...]]:
+    return [(r.key, r.value, r.timestamp, list(r.headers)) for raw in stored for r in DefaultRecordBatch(raw)]
+
+
+def test_a_run_of_small_batches_goes_as_one_batch_with_every_record_and_offset_exact() -> None:
+    stored = [stored_batch(base, 5) for base in range(0, 50, 5)]
+    sent, position = forward(b"".join(stored))
+    assert len(sent) == 1
+    assert records(sent[0]) == source_records(*stored)
+    assert upstream(sent[0]) == list(range(50))
+    assert position == 50
+
+
+def test_compressed_small_batches_merge_in_their_codec() -> None:
+    stored = [stored_batch(base, 3, compression=LZ4) for base in range(0, 30, 3)]
+    sent, _ = forward(b"".join(stored))
+    assert len(sent) == 1
+    assert DefaultRecordBatch(bytes(sent[0].payload)).compression_type == LZ4
+    assert records(sent[0]) == source_records(*stored)
+
+
+def test_large_batches_gaps_and_other_codecs_are_not_merged_across() -> None:
+    large = SMALL_BATCH_RECORDS
+    stored = [
+        stored_batch(0, 2),
+        stored_batch(2, 2),
+        stored_batch(4, large),  # large: forwarded as it is
+        stored_batch(4 + large, 2),
+        stored_batch(10 + large, 2),  # after a gap (a marker, aborted data): its own run
+        stored_batch(12 + large, 2),
+        stored_batch(14 + large, 2, compression=LZ4),  # another codec
+    ]
+    sent, position = forward(b"".join(stored))
+    assert [upstream(batch) for batch in sent] == [
+        [0, 1, 2, 3],
+        list(range(4, 4 + large)),
+        [4 + large, 5 + large],
+        list(range(10 + large, 14 + large)),
+        [14 + large, 15 + large],
+    ]
+    assert [record for batch in sent for record in records(batch)] == source_records(*stored)
+    assert position == 16 + large
+
+
+def test_merged_batches_stay_within_the_targets_max_message_bytes() -> None:
+    stored = [stored_batch(base, 4) for base in range(0, 80, 4)]
+    limit = 3 * len(stored[0])
+    sent, _ = forward(b"".join(stored), max_record_bytes=limit)
+    assert len(sent) > 1
+    assert all(len(batch.payload) <= limit for batch in sent)
+    assert [offset for batch in sent for offset in upstream(batch)] == list(range(80))
+    assert [record for batch in sent for record in records(batch)] == source_records(*stored)
