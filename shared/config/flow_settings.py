@@ -70,9 +70,8 @@ class FlowSettings:
     checkpoints_source: Literal["auto", "stream", "poll"] = "auto"
     checkpoints_coalesce_ms: int = 200
     # Strait's own: forward the source's record batches unchanged where that is exact (auto: at-least-once flows),
-    # always (on: refused with exactly-once) or never (off: every record is copied one by one). Off by default
-    # until batch mode keeps up under CPU contention as record mode does (see docs/operations.md).
-    copy_batches: Literal["auto", "on", "off"] = "off"
+    # always (on: refused with exactly-once) or never (off: every record is copied one by one).
+    copy_batches: Literal["auto", "on", "off"] = "auto"
 
 
 Parser = Callable[[str, str], object]

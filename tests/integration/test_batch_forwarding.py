@@ -1,8 +1,8 @@
 """Batch forwarding on real clusters: what the source's batches hold arrives as a read_committed consumer sees it.
 
-With `strait.copy.batches=auto` an at-least-once flow forwards batches; these tests cover the cases
-where forwarding unchanged would be wrong and the copy must notice: aborted transactions, compacted batches,
-batches larger than the target allows, and every compression codec.
+Every at-least-once flow forwards batches by default (`strait.copy.batches=auto`, set here too); these tests
+cover the cases where forwarding unchanged would be wrong and the copy must notice: aborted transactions,
+compacted batches, batches larger than the target allows, and every compression codec.
 """
 
 from __future__ import annotations

@@ -215,8 +215,8 @@ def test_exactly_once_refuses_read_uncommitted() -> None:
     )
 
 
-def test_batch_forwarding_is_off_by_default_and_can_be_chosen_per_flow() -> None:
-    assert parse_with({}).flow("A", "B").settings.copy_batches == "off"
+def test_batch_forwarding_is_auto_by_default_and_can_be_forced_either_way() -> None:
+    assert parse_with({}).flow("A", "B").settings.copy_batches == "auto"
     config = parse_with({"strait.copy.batches": "off", "A->B.strait.copy.batches": "on"})
     assert config.flow("A", "B").settings.copy_batches == "on"
     assert config.flow("B", "A").settings.copy_batches == "off"
@@ -226,8 +226,7 @@ def test_batch_forwarding_is_off_by_default_and_can_be_chosen_per_flow() -> None
 def test_forced_batch_forwarding_refuses_exactly_once() -> None:
     error = error_of({"exactly.once.support": "enabled", "A->B.strait.copy.batches": "on"})
     assert "strait.copy.batches=on cannot be combined with exactly-once" in str(error)
-    config = parse_with({"exactly.once.support": "enabled", "strait.copy.batches": "auto"})
-    assert config.flow("A", "B").settings.copy_batches == "auto"
+    assert parse_with({"exactly.once.support": "enabled"}).flow("A", "B").settings.copy_batches == "auto"
 
 
 def test_invalid_setting_in_a_disabled_flow_is_still_an_error() -> None:
