@@ -44,7 +44,9 @@ MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this ma
 # A fetch that brings several small batches of a partition (a backlog of a producer that sends few records per
 # batch) merges them: a partition has at most five batches in flight, so tiny ones would cap the copy far below
 # the rate the source was written at (one merged batch costs a re-encoding, many tiny ones cost a round trip each).
+# Small: few records and few bytes, so the round trip and the per-batch work outweigh re-encoding its records.
 SMALL_BATCH_RECORDS = 64
+SMALL_BATCH_BYTES = 8 * 1024
 MERGED_BATCH_BYTES = 256 * 1024
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
@@ -249,6 +251,7 @@ class BatchCopyTask(CopyTask):
         """A small batch that could be forwarded as it is: merging it with its neighbours keeps offsets exact."""
         return (
             batch.count < SMALL_BATCH_RECORDS
+            and len(batch.raw) < SMALL_BATCH_BYTES
             and batch.why_not_forwardable(max(fetching.position, batch.base_offset)) is None
             and batch.base_offset >= fetching.position
             and batch.base_offset > fetching.one_by_one_until

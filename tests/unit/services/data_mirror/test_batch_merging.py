@@ -9,7 +9,7 @@ from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from services.data_mirror.batch_copy import SMALL_BATCH_RECORDS, BatchCopyTask, Fetching
+from services.data_mirror.batch_copy import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS, BatchCopyTask, Fetching
 from services.data_mirror.partition_copy import PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
 from shared.kafka.batch_link import OutgoingBatch, PartitionFetch
@@ -77,6 +77,14 @@ def test_compressed_small_batches_merge_in_their_codec() -> None:
     assert len(sent) == 1
     assert DefaultRecordBatch(bytes(sent[0].payload)).compression_type == LZ4
     assert records(sent[0]) == source_records(*stored)
+
+
+def test_batches_of_few_large_records_go_as_they_are() -> None:
+    """A 16 KiB batch of 1 KiB records costs less forwarded than re-encoded, even with few records."""
+    stored = [stored_batch(base, 16, value_size=1024) for base in range(0, 48, 16)]
+    assert all(len(raw) >= SMALL_BATCH_BYTES for raw in stored)
+    sent, _ = forward(b"".join(stored))
+    assert [upstream(batch) for batch in sent] == [list(range(base, base + 16)) for base in range(0, 48, 16)]
 
 
 def test_large_batches_gaps_and_other_codecs_are_not_merged_across() -> None:

@@ -34,13 +34,14 @@ def _batch(
     compression: int = 0,
     offsets: list[int] | None = None,
     log_append_time: int | None = None,
+    value_size: int = 20,
 ) -> bytes:
     """A v2 batch at `base` as a broker stores it (`offsets`: inner offset deltas, gaps for a compacted one)."""
     builder = DefaultRecordBatchBuilder(
         2, compression, int(transactional), producer, 3 if producer >= 0 else -1, 7, 1 << 20
     )
     for index, delta in enumerate(offsets or range(count)):
-        builder.append(delta, 1_000 + index, f"k{base + delta}".encode(), b"v" * 20, [("h", b"x"), ("n", None)])
+        builder.append(delta, 1_000 + index, f"k{base + delta}".encode(), b"v" * value_size, [("h", b"x"), ("n", None)])
     raw = bytearray(builder.build())
     struct.pack_into(">q", raw, 0, base)
     if log_append_time is not None:
