@@ -228,22 +228,23 @@ class BatchCopyTask(CopyTask):
         """`batches` in order, small ones that follow each other without a gap merged into groups; the rest alone."""
         limit = min(part.work.max_record_bytes or MERGED_BATCH_BYTES, MERGED_BATCH_BYTES)
         groups: list[list[SourceBatch]] = []
-        size = 0
+        size, merging = 0, False
         for batch in batches:
-            group = groups[-1] if groups else None
+            small = self._mergeable(part, fetching, batch)
+            last = groups[-1][-1] if groups else None
             if (
-                group is not None
-                and self._mergeable(part, fetching, group[-1])
-                and self._mergeable(part, fetching, batch)
-                and batch.base_offset == group[-1].next_offset
-                and batch.compression == group[0].compression
+                merging
+                and small
+                and last is not None
+                and batch.base_offset == last.next_offset
+                and batch.compression == last.compression
                 and size + len(batch.raw) <= limit
             ):
-                group.append(batch)
+                groups[-1].append(batch)
                 size += len(batch.raw)
             else:
                 groups.append([batch])
-                size = len(batch.raw)
+                size, merging = len(batch.raw), small
         return groups
 
     @staticmethod
@@ -252,8 +253,8 @@ class BatchCopyTask(CopyTask):
         return (
             batch.count < SMALL_BATCH_RECORDS
             and len(batch.raw) < SMALL_BATCH_BYTES
-            and batch.why_not_forwardable(max(fetching.position, batch.base_offset)) is None
             and batch.base_offset >= fetching.position
+            and batch.why_not_forwardable(fetching.position) is None
             and batch.base_offset > fetching.one_by_one_until
             and (part.held_at is None or batch.last_offset < part.held_at)
         )
