@@ -28,7 +28,7 @@ from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskSpec
 from shared.errors import KafkaOperationError
-from shared.kafka.batch_link import DROPPED, BatchLink, Landed, OutgoingBatch, PartitionFetch
+from shared.kafka.batch_link import BatchLink, Landed, Outcome, OutgoingBatch, PartitionFetch
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.record_batches import (
     CommittedFilter,
@@ -367,9 +367,9 @@ class BatchCopyTask(CopyTask):
     def _take_landed(self, link: BatchLink) -> None:
         for landed in link.producer.take_landed():
             part, upstream, newest_ms = landed.batch.note
-            if landed.error == 0:
+            if landed.outcome is Outcome.ACKNOWLEDGED:
                 part.landed(upstream, landed.base_offset, newest_ms)
-            elif landed.error == DROPPED:
+            elif landed.outcome is Outcome.DROPPED:
                 part.in_flight.popleft()
             else:
                 part.in_flight.popleft()

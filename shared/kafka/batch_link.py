@@ -10,6 +10,7 @@ retried batch that had landed is answered with its first offset instead of being
 partition's first batch is acknowledged only that batch is in flight. A retriable failure sends everything
 unacknowledged again with the same sequences; a refusal (too large, invalid, not allowed) is the caller's to
 handle: the batches sent after it are dropped (the broker refuses them as out of sequence) and reported so.
+Every outcome is an `Outcome` value, kept apart from the broker's error codes (UNKNOWN_SERVER_ERROR is -1).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from aiokafka.client import AIOKafkaClient
@@ -48,16 +50,15 @@ OUT_OF_ORDER_SEQUENCE = 45
 DUPLICATE_SEQUENCE = 46
 _PRODUCER_BROKEN = frozenset({DUPLICATE_SEQUENCE, 47, 59, 90, 31})  # epoch, unknown producer, fenced, cluster auth
 UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_SERVER_ERROR = -1
 _NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE, UNKNOWN_TOPIC_OR_PARTITION})
-DROPPED = -1  # our own outcome code: sent after a refused batch, so the broker refused it as out of sequence
-NO_ANSWER = -2  # our own: the request failed as a whole (connection lost, timed out)
 SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer wraps them
 
 
 def error_name(code: int) -> str:
-    """The Kafka name of an error code (MESSAGE_TOO_LARGE, ...)."""
-    if code == DROPPED:
-        return "DROPPED_AFTER_REFUSAL"
+    """The Kafka name of an error code (MESSAGE_TOO_LARGE, UNKNOWN_SERVER_ERROR, ...)."""
+    if code == UNKNOWN_SERVER_ERROR:
+        return "UNKNOWN_SERVER_ERROR"  # aiokafka names it UNKNOWN
     cls = for_code(code)
     return str(getattr(cls, "message", cls.__name__)).upper()
 
@@ -164,12 +165,21 @@ class OutgoingBatch:
     order: int = 0
 
 
+class Outcome(Enum):
+    """What became of a batch. Our own values, never a broker's error code (the broker's -1 is an error too)."""
+
+    ACKNOWLEDGED = "acknowledged"  # written; `base_offset` is its first offset on the target
+    REFUSED = "refused"  # the broker answered with an error about the records (`error` holds its code)
+    DROPPED = "dropped"  # not written: sent or queued after a refused batch of its partition
+
+
 @dataclass(frozen=True, slots=True)
 class Landed:
-    """What became of one batch: its first offset on the target, or the error code that refused it."""
+    """What became of one batch: its first offset on the target, or why it was not written."""
 
     batch: OutgoingBatch
-    base_offset: int
+    outcome: Outcome
+    base_offset: int = -1
     error: int = 0
     message: str = ""
 
@@ -292,7 +302,7 @@ class BatchProducer:
         lane = self._lanes.get(key)
         if lane is None:
             return
-        self._landed.extend(Landed(queued, -1, DROPPED) for queued in lane.queued)
+        self._landed.extend(Landed(queued, Outcome.DROPPED) for queued in lane.queued)
         lane.queued.clear()
         lane.refused = False
         self._changed.set()
@@ -313,35 +323,37 @@ class BatchProducer:
         for (topic, partition), batch in batches.items():
             by_topic.setdefault(topic, []).append((partition, bytes(batch.payload)))
         request = ProduceRequest(None, ACKS_ALL, self._timeout_ms, list(by_topic.items()))
+        answers: dict[PartitionKey, tuple[int, int]] = {}
         try:
             response = await self._client.send(node, request)
             answers = {(topic, part[0]): (part[1], part[2]) for topic, parts in response.topics for part in parts}
         except (TimeoutError, AioKafkaError, OSError):
-            answers = {}
+            pass  # no answer at all (connection lost, timed out): every batch of the request is sent again
         except Exception as exc:  # a bug or a broken client: the copy stops, nothing is acknowledged
             self._failure = exc
             self._changed.set()
             return
         for key, batch in batches.items():
-            error, base_offset = answers.get(key, (NO_ANSWER, -1))
-            self._answer(key, batch, error, base_offset)
+            self._answer(key, batch, answers.get(key))
         self._changed.set()
 
-    def _answer(self, key: PartitionKey, batch: OutgoingBatch, error: int, base_offset: int) -> None:
+    def _answer(self, key: PartitionKey, batch: OutgoingBatch, answer: tuple[int, int] | None) -> None:
+        """Book the broker's answer (error code, base offset) to one batch; None: the request got no answer."""
         lane = self._lanes[key]
         if batch not in lane.in_flight:
             self._failure = KafkaOperationError(f"{key}: an answer for a batch not sent", operation="produce")
             return
+        error, base_offset = answer if answer is not None else (0, -1)
         if lane.dropping:
             lane.in_flight.remove(batch)
             lane.dropping -= 1
-            self._landed.append(Landed(batch, -1, DROPPED))
-        elif lane.resend or error == NO_ANSWER or is_retriable(error) or lane.in_flight[0] is not batch:
+            self._landed.append(Landed(batch, Outcome.DROPPED))
+        elif lane.resend or answer is None or is_retriable(error) or lane.in_flight[0] is not batch:
             self._send_again(lane, batch)  # (not the head: answered before an earlier batch, a connection replaced)
         elif error == 0:
             lane.in_flight.popleft()
             lane.acknowledged_once = True
-            self._landed.append(Landed(batch, base_offset))
+            self._landed.append(Landed(batch, Outcome.ACKNOWLEDGED, base_offset))
         elif error in _PRODUCER_BROKEN or error in _NOT_ABOUT_THE_RECORDS:
             self._failure = KafkaOperationError(
                 f"{key[0]}-{key[1]}: {error_name(error)}", operation="produce", retriable=True
@@ -353,8 +365,8 @@ class BatchProducer:
             lane.dropping = len(lane.in_flight)
             dropped = list(lane.queued)
             lane.queued.clear()
-            self._landed.append(Landed(batch, -1, error, error_name(error)))
-            self._landed.extend(Landed(queued, -1, DROPPED) for queued in dropped)
+            self._landed.append(Landed(batch, Outcome.REFUSED, error=error, message=error_name(error)))
+            self._landed.extend(Landed(queued, Outcome.DROPPED) for queued in dropped)
 
     def _send_again(self, lane: _Lane, batch: OutgoingBatch) -> None:
         """Once everything in flight answered, send the unacknowledged batches again in order, same sequences:

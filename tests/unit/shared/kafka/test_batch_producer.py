@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from shared.kafka.batch_link import DROPPED, BatchProducer, Landed, OutgoingBatch
+from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch
 
 TOPIC = "A.orders"
-MESSAGE_TOO_LARGE, NOT_LEADER, OUT_OF_ORDER = 10, 6, 45
+MESSAGE_TOO_LARGE, NOT_LEADER, OUT_OF_ORDER, UNKNOWN_SERVER_ERROR = 10, 6, 45, -1
+ACKED, REFUSED, DROPPED = Outcome.ACKNOWLEDGED, Outcome.REFUSED, Outcome.DROPPED
 
 
 class _Cluster:
@@ -91,7 +92,7 @@ async def _one_landed(records: int) -> tuple[_Broker, BatchProducer]:
     broker = _Broker()
     producer = _producer(broker)
     producer.send(_batch(records, "first"))
-    assert [x.error for x in await _run(producer, 1)] == [0]
+    assert [x.outcome for x in await _run(producer, 1)] == [ACKED]
     return broker, producer
 
 
@@ -102,11 +103,11 @@ async def test_batches_land_in_order_with_running_sequences() -> None:
     for note in "abcd":
         producer.send(_batch(3, note))
     landed = await _run(producer, 4)
-    assert [(x.batch.note, x.base_offset, x.error) for x in landed] == [
-        ("a", 0, 0),
-        ("b", 3, 0),
-        ("c", 6, 0),
-        ("d", 9, 0),
+    assert [(x.batch.note, x.base_offset, x.outcome) for x in landed] == [
+        ("a", 0, ACKED),
+        ("b", 3, ACKED),
+        ("c", 6, ACKED),
+        ("d", 9, ACKED),
     ]
     assert [sequence for sequence, _ in broker.log] == [0, 3, 6, 9]
     assert producer.idle()
@@ -130,13 +131,29 @@ async def test_a_refused_batch_is_reported_and_what_was_sent_after_it_is_dropped
     for note in "xyz":
         producer.send(_batch(2, note))
     landed = await _run(producer, 3)
-    assert [(x.batch.note, x.error) for x in landed] == [("x", MESSAGE_TOO_LARGE), ("y", DROPPED), ("z", DROPPED)]
+    assert [(x.batch.note, x.outcome, x.error) for x in landed] == [
+        ("x", REFUSED, MESSAGE_TOO_LARGE),
+        ("y", DROPPED, 0),
+        ("z", DROPPED, 0),
+    ]
     assert landed[0].message == "MESSAGE_SIZE_TOO_LARGE"
     producer.send(_batch(1, "late"))  # queued before the caller decided: dropped when it resumes
     assert [x.batch.note for x in await _run(producer, 0)] == []
     producer.resume((TOPIC, 0))
     producer.send(_batch(1, "again"))  # the caller sends the refused records again: the sequence continues
     late, again = await _run(producer, 2)
-    assert (late.batch.note, late.error) == ("late", DROPPED)
-    assert (again.batch.note, again.error, again.base_offset) == ("again", 0, 1)
+    assert (late.batch.note, late.outcome) == ("late", DROPPED)
+    assert (again.batch.note, again.outcome, again.base_offset) == ("again", ACKED, 1)
     assert [sequence for sequence, _ in broker.log] == [0, 1]
+
+
+@pytest.mark.asyncio
+async def test_a_broker_answering_unknown_server_error_is_a_refusal_the_caller_sees_never_a_drop() -> None:
+    """Kafka's UNKNOWN_SERVER_ERROR is code -1: it must reach the caller as a refusal naming the error, so the
+    caller sends the records again (it was once taken for the producer's own "dropped" marker and lost)."""
+    broker, producer = await _one_landed(1)
+    broker.script.append(UNKNOWN_SERVER_ERROR)
+    producer.send(_batch(2, "x"))
+    (refused,) = await _run(producer, 1)
+    assert (refused.batch.note, refused.outcome, refused.error) == ("x", REFUSED, UNKNOWN_SERVER_ERROR)
+    assert refused.message == "UNKNOWN_SERVER_ERROR"
