@@ -21,6 +21,7 @@ from shared.kafka.client_props import (
     to_aiokafka,
     to_librdkafka,
 )
+from shared.kafka.no_auto_create import LIBRDKAFKA_NO_AUTO_CREATE
 
 # Services hold these clients as values; they name the types from here, not from the client libraries.
 __all__ = [
@@ -48,12 +49,12 @@ def _warn_ignored(role: str, translated: ClientProps) -> None:
 
 
 def librdkafka_config(props: Mapping[str, str], role: str, **extra: Any) -> dict[str, Any]:
-    """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top."""
+    """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top; never auto-creating."""
     translated = to_librdkafka(props)
     _warn_ignored(role, translated)
     other_kind = LIBRDKAFKA_PRODUCER_ONLY if role == "consumer" else LIBRDKAFKA_CONSUMER_ONLY
     settings = {key: value for key, value in translated.settings.items() if key not in other_kind}
-    return {**settings, **extra}
+    return {**settings, **extra, **LIBRDKAFKA_NO_AUTO_CREATE}
 
 
 def confluent_admin(props: Mapping[str, str], **extra: Any) -> AdminClient:
