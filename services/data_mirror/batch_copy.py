@@ -213,8 +213,9 @@ class BatchCopyTask(CopyTask):
         self, link: BatchLink, part: PartitionCopy, fetching: Fetching, answer: PartitionFetch
     ) -> None:
         batches = read_batches(answer.records)
-        if not batches:
-            return
+        corrupt = next((batch for batch in batches if batch.corrupt), None)
+        if corrupt is not None:
+            batches = batches[: batches.index(corrupt)]  # what comes before it is whole: copied as usual
         kept = CommittedFilter(answer.aborted).committed(batches) if link.read_committed else batches
         due = [batch for batch in kept if not batch.is_control and batch.last_offset >= fetching.position]
         for group in self._groups(part, fetching, due):
@@ -222,7 +223,18 @@ class BatchCopyTask(CopyTask):
             if not sent:
                 return  # the partition stopped at a refused record
             fetching.position = group[-1].next_offset
-        fetching.position = max(fetching.position, batches[-1].next_offset)
+        if batches:
+            fetching.position = max(fetching.position, batches[-1].next_offset)
+        if corrupt is not None and corrupt.last_offset >= fetching.position:
+            self._stop_at_corrupt(part, fetching, corrupt)
+
+    def _stop_at_corrupt(self, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> None:
+        """A source batch whose checksum fails is never forwarded (a new CRC would launder the damage): the
+        partition stops before it with an error naming it, and fetches it again after the retry interval."""
+        offset = max(batch.base_offset, fetching.position)
+        where = f"{part.work.source_topic}-{part.work.partition}"
+        part.refuse(offset, f"corrupt record batch on the source at {where} offset {offset}: {batch.corrupt}")
+        self._stop_at(part, fetching, offset)
 
     def _groups(self, part: PartitionCopy, fetching: Fetching, batches: list[SourceBatch]) -> list[list[SourceBatch]]:
         """`batches` in order, small ones that follow each other without a gap merged into groups; the rest alone."""

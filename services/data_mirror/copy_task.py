@@ -244,10 +244,21 @@ class CopyTask:
             self.read_errors += 1
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
+        if error.code() == KafkaError._BAD_MSG and part is not None:
+            self._corrupt_on_source(part, msg.offset(), error.str())
+            return
         if error.code() in TOPIC_GONE and part is not None:
             self._hold(part)  # deleted on the source: the driver's next refresh drops it
             return
         raise KafkaException(error)
+
+    def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
+        """A source record whose checksum fails (the consumer checks CRCs) is never copied: its partition stops
+        there with an error naming it and reads it again after the retry interval."""
+        at = offset if offset is not None and offset >= part.next_position() else part.next_position()
+        where = f"{part.work.source_topic}-{part.work.partition}"
+        part.refuse(at, f"corrupt record batch on the source at {where} offset {at}: {what}")
+        self._hold(part)
 
     def _hold(self, part: PartitionCopy) -> None:
         if not part.paused:

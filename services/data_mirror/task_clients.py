@@ -54,7 +54,12 @@ def connect(spec: TaskSpec) -> TaskClients:
         producer.init_transactions(INIT_TIMEOUT_S)
     consumer = confluent_consumer(
         spec.source_consumer,
-        **{"group.id": mirror_source_group(spec.flow), "enable.auto.commit": False, "enable.partition.eof": False},
+        **{
+            "group.id": mirror_source_group(spec.flow),
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "check.crcs": True,  # a corrupt source batch stops its partition instead of being copied
+        },
     )
     sync_producer = None
     if spec.emit_offset_syncs:

@@ -70,6 +70,7 @@ class SourceBatch:
     producer_id: int = NO_PRODUCER_ID
     count: int = 0
     max_timestamp: int = -1
+    corrupt: str | None = None  # why the stored checksum does not match the bytes (None: it matches)
 
     @property
     def is_control(self) -> bool:
@@ -115,6 +116,7 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
         raw = view[position:end]
         if raw[_MAGIC_AT] >= 2:
             fields = _HEADER.unpack_from(raw)
+            computed = calc_crc32c(bytes(raw[_ATTRIBUTES_AT:]))
             batches.append(
                 SourceBatch(
                     raw=raw,
@@ -125,6 +127,9 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
                     producer_id=fields[9],
                     count=fields[12],
                     max_timestamp=fields[8],
+                    corrupt=None
+                    if computed == fields[4]
+                    else f"CRC-32C {fields[4]:#010x} stored, {computed:#010x} computed",
                 )
             )
         else:  # v0/v1: a wrapper message holds its inner messages; its offset is the last inner one's
@@ -134,7 +139,13 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
 
 
 def _legacy_batch(raw: memoryview) -> SourceBatch:
-    records = list(LegacyRecordBatch(bytes(raw), raw[_MAGIC_AT]))
+    wrapper = LegacyRecordBatch(bytes(raw), raw[_MAGIC_AT])
+    if not wrapper.validate_crc():
+        base_offset = struct.unpack_from(">q", raw)[0]
+        return SourceBatch(
+            raw=raw, base_offset=base_offset, last_offset=base_offset, magic=raw[_MAGIC_AT], corrupt="CRC-32 mismatch"
+        )
+    records = list(wrapper)
     offsets = [record.offset for record in records]
     first, last = (offsets[0], offsets[-1]) if offsets else (struct.unpack_from(">q", raw)[0],) * 2
     newest = max((record.timestamp or -1 for record in records), default=-1)

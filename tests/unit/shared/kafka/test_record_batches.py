@@ -158,3 +158,12 @@ def test_a_source_batch_reports_its_control_and_transaction_flags() -> None:
     assert marker.is_control
     assert marker.is_transactional
     assert marker.producer_id == 8
+
+
+def test_a_batch_whose_bytes_do_not_match_its_crc_is_marked_corrupt_and_the_others_are_not() -> None:
+    good, damaged = _batch(0, 3), bytearray(_batch(3, 3))
+    damaged[-2] ^= 0x01  # one bit of the last record
+    first, second = read_batches(good + bytes(damaged))
+    assert first.corrupt is None
+    assert second.corrupt is not None
+    assert "CRC-32C" in second.corrupt
