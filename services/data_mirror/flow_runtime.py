@@ -13,9 +13,11 @@ from services.data_mirror.plan import FlowClients, PartitionState
 from services.data_mirror.task_secrets import SecretVault
 from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
-from shared.control.topic_names import mirror_transactional_id
+from shared.control.topic_names import is_mirror_transactional_id, mirror_transactional_id
+from shared.errors import KafkaOperationError
 from shared.flow_topics import FlowTopics
 from shared.kafka.topic_admin import TopicAdmin
+from shared.kafka.transaction_listing import transactional_ids
 from shared.kafka.transactions import fence_transactional_ids
 from shared.progress_store import load_progress
 
@@ -23,6 +25,7 @@ _log = structlog.get_logger(__name__)
 DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default
 BATCH_HEADROOM_BYTES = 512  # record-batch header and per-record framing
 LIMITS_REFRESH_S = 60
+FALLBACK_SLOTS = 8  # fenced when the target cannot list its transactions: slots beyond it stay as they are
 
 
 @dataclass(frozen=True)
@@ -93,16 +96,21 @@ class FlowRuntime:
         )
 
     def _fence_previous_transactions(self, tasks: int) -> None:
-        """Abort transactions a killed predecessor left open (also of slots a smaller slot count no longer has).
+        """Abort transactions a killed predecessor left open, in every slot the flow ever used.
 
-        Each task fences its own slot when it starts; this also covers slots a previous run had and this one
-        does not, so the progress topic reads to its end now.
+        Each task fences its own slot when it starts; this also covers slots a previous run had and this one does
+        not (a run with more slots, however many), found by listing the target's transactional ids, so the
+        progress topic reads to its end now and no open transaction holds read_committed readers back.
         """
-        fence_transactional_ids(
-            self.flow.target_producer_props(),
-            [mirror_transactional_id(self.flow.name, slot) for slot in range(max(tasks, 8))],
-            cluster=self.flow.target,
-        )
+        ids = {mirror_transactional_id(self.flow.name, slot) for slot in range(tasks)}
+        try:
+            known = transactional_ids(self.flow.target_admin_props(), cluster=self.flow.target)
+        except KafkaOperationError as exc:  # a broker without ListTransactions (Kafka < 3.0)
+            _log.warning("transactions_not_listed", flow=self.flow.name, error=str(exc), fenced_slots=FALLBACK_SLOTS)
+            ids |= {mirror_transactional_id(self.flow.name, slot) for slot in range(FALLBACK_SLOTS)}
+        else:
+            ids |= {tid for tid in known if is_mirror_transactional_id(self.flow.name, tid)}
+        fence_transactional_ids(self.flow.target_producer_props(), sorted(ids), cluster=self.flow.target)
 
     def look_up(self) -> TopicsLookup:
         """Both clusters' topics, their ids and the remote topics' size limits (only new ones, or all every minute).

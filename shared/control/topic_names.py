@@ -26,3 +26,9 @@ def mirror_source_group(flow: str) -> str:
 def mirror_transactional_id(flow: str, slot: int) -> str:
     """Stable per (flow, slot): a new copy task of the slot fences any earlier one that may still be open."""
     return f"strait-data-mirror.{flow}.{slot}"
+
+
+def is_mirror_transactional_id(flow: str, transactional_id: str) -> bool:
+    """True when `transactional_id` is one of `flow`'s copy-task slots (any slot number)."""
+    prefix = mirror_transactional_id(flow, 0)[:-1]
+    return transactional_id.startswith(prefix) and transactional_id[len(prefix) :].isdigit()
