@@ -353,7 +353,7 @@ class BatchCopyTask(CopyTask):
 
     def _fetch_error(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, code: int) -> None:
         if code == OFFSET_OUT_OF_RANGE:
-            self._out_of_range(part, fetching)
+            self._fetch_out_of_range(part, fetching)
         elif code == TOPIC_AUTHORIZATION_FAILED:
             raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
         elif code in TOPIC_GONE and not link.fetcher.knows(part.work.source_topic):
@@ -362,18 +362,13 @@ class BatchCopyTask(CopyTask):
             self.read_errors += 1
             self._refresh(link)
 
-    def _out_of_range(self, part: PartitionCopy, fetching: Fetching) -> None:
+    def _fetch_out_of_range(self, part: PartitionCopy, fetching: Fetching) -> None:
         """Retention deleted what we were about to read, or the partition is shorter than our position."""
         earliest, latest = self.clients.offset_bounds([part.work.key])
         low, high = earliest.get(part.work.key), latest.get(part.work.key)
-        if low is None or high is None:
-            return
-        if fetching.position < low:
-            part.expired += low - fetching.position
-            fetching.position = high if self.spec.reset_to_latest else low
-        elif fetching.position > high:
-            part.reset_from = fetching.position
-            fetching.position = high if self.spec.reset_to_latest else low
+        if low is None or high is None or low <= fetching.position <= high:
+            return  # not known, or no longer out of range (a leader caught up): the next fetch tells
+        fetching.position = part.skip_out_of_range(fetching.position, low, high, to_latest=self.spec.reset_to_latest)
 
     # -- what the target answered -----------------------------------------------------------------------
     def _take_landed(self, link: BatchLink) -> None:

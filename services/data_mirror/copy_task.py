@@ -134,7 +134,7 @@ class CopyTask:
         if made_again:
             part.reset_from, start = start, low
         elif start < low:
-            part.expired, start = low - start, low
+            start = part.skip_out_of_range(start, low, high, to_latest=False)  # (copies what is left, as MM2 does)
         elif start > high:
             # The source partition ends before our position (made again, or truncated by an unclean leader
             # election): what is there now is not what we copied. auto.offset.reset says where to go, as in MM2.
@@ -244,6 +244,9 @@ class CopyTask:
             self.read_errors += 1
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
+        if error.code() == KafkaError._AUTO_OFFSET_RESET and part is not None:
+            self._out_of_range(part, msg.offset())
+            return
         if error.code() == KafkaError._BAD_MSG and part is not None:
             self._corrupt_on_source(part, msg.offset(), error.str())
             return
@@ -251,6 +254,29 @@ class CopyTask:
             self._hold(part)  # deleted on the source: the driver's next refresh drops it
             return
         raise KafkaException(error)
+
+    def _out_of_range(self, part: PartitionCopy, position: int | None) -> None:
+        """The consumer's fetch `position` is no longer in the source partition (the consumer reports this instead
+        of resetting on its own, `auto.offset.reset=error`): go on where auto.offset.reset says, counting every
+        record skipped."""
+        if position is None or position < 0:
+            position = part.next_position()
+        earliest, latest = self.clients.offset_bounds([part.work.key])
+        low, high = earliest.get(part.work.key), latest.get(part.work.key)
+        if low is None or high is None:
+            self._hold(part)  # the topic is gone: the driver's next refresh drops it
+            return
+        resume = (
+            position
+            if low <= position <= high
+            else part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
+        )
+        # After its out-of-range error the consumer no longer fetches the partition and refuses a seek (_STATE):
+        # it is assigned again at the new position.
+        consumer = self.clients.consumer
+        consumer.incremental_unassign([TopicPartition(*part.work.key)])
+        consumer.incremental_assign([TopicPartition(*part.work.key, resume)])
+        part.paused = False
 
     def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
         """A source record whose checksum fails (the consumer checks CRCs) is never copied: its partition stops

@@ -356,7 +356,8 @@ class MirrorDriver:
                 topic=state.source_topic,
                 partition=state.partition,
                 records=report.expired,
-                resumed_at=progress.next_offset,
+                first_offset=report.expired_from,
+                resumed_at=report.expired_to if report.expired_to is not None else progress.next_offset,
             )
         if report.reset_from is not None:
             metrics.errors.labels(state.flow, "position_reset").inc()

@@ -57,6 +57,8 @@ class PartitionCopy:
     latency_ms_max: float = 0.0
     acked_records: int = 0
     expired: int = 0
+    expired_from: int | None = None
+    expired_to: int | None = None
     reset_from: int | None = None
     syncs_sent: int = 0
     forwarded: int = 0
@@ -148,6 +150,26 @@ class PartitionCopy:
         self.held_at, self.refused_now = None, False
         return self.refused_at
 
+    def skip_out_of_range(self, position: int, low: int, high: int, *, to_latest: bool) -> int:
+        """The source no longer holds `position` (retention passed it, or the partition now ends before it):
+        where copying goes on, as `auto.offset.reset` says (MM2's consumer: earliest unless set to latest).
+
+        Every record skipped is counted as expired with its range, never silently; a refusal waiting at a
+        skipped offset is dropped (that record is gone). A position past the end is a reset, not an expiry.
+        `position` is not moved here: records still in flight land first, and the task's idle-position step
+        moves it once the partition is settled."""
+        resume = high if to_latest else low
+        if position > high:
+            self.reset_from = position
+        elif resume > position:
+            self.expired += resume - position
+            self.expired_from = position if self.expired_from is None else min(self.expired_from, position)
+            self.expired_to = resume if self.expired_to is None else max(self.expired_to, resume)
+            if self.refused_at is not None and self.refused_at < resume:
+                self.refused_at = self.held_at = self.failure = self.blocked_since_ms = None
+                self.refused_now = False
+        return resume
+
     def next_position(self) -> int:
         """Where a restart would continue: after the last acknowledged record, never past a refused one."""
         position = max(self.position, self.acked + 1)
@@ -170,6 +192,8 @@ class PartitionCopy:
             age_ms_max=round(self.age_ms_max, 1) if self.records else None,
             end_offset=self.end_offset,
             expired=self.expired,
+            expired_from=self.expired_from,
+            expired_to=self.expired_to,
             reset_from=self.reset_from,
             blocked_offset=blocked_offset,
             blocked_reason=self.failure if blocked_offset is not None else None,
@@ -183,7 +207,7 @@ class PartitionCopy:
         self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = self.forwarded = 0
         self.reencoded_reason = None
         self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0
-        self.reset_from = None
+        self.reset_from = self.expired_from = self.expired_to = None
         self.reported_end = self.end_offset
         return report
 

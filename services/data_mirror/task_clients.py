@@ -59,6 +59,7 @@ def connect(spec: TaskSpec) -> TaskClients:
             "enable.auto.commit": False,
             "enable.partition.eof": False,
             "check.crcs": True,  # a corrupt source batch stops its partition instead of being copied
+            "auto.offset.reset": "error",  # the task resets itself, counting every record skipped (copy_task)
         },
     )
     sync_producer = None

@@ -54,7 +54,9 @@ class CopyReport:
     age_ms_avg: float | None = None
     age_ms_max: float | None = None
     end_offset: int | None = None  # the source partition's end offset as the task last saw it
-    expired: int = 0  # records deleted by source retention before they were copied
+    expired: int = 0  # records skipped before they were copied (deleted by source retention, or auto.offset.reset)
+    expired_from: int | None = None  # the first offset skipped since the previous report
+    expired_to: int | None = None  # the offset copying went on from after the last skip (exclusive end)
     reset_from: int | None = None  # a committed position past the source's end, reset by auto.offset.reset
     blocked_offset: int | None = None  # the record the target refuses; nothing at or after it is copied
     blocked_reason: str | None = None

@@ -1,0 +1,47 @@
+"""Records the source deletes before they were copied are skipped as auto.offset.reset says, and every one of them
+is counted and named (metric, progress report, log line with the range), in both copy paths.
+
+The race is made exact: the remote topic refuses record 10 (too large), so the partition waits there; meanwhile
+the source's records before offset 50 are deleted (DeleteRecords, as retention would). When the refused record
+is tried again it is gone: copying goes on at 50, and 10..49 are reported expired.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from shared.kafka.factories import confluent_admin
+from shared.localkafka import KafkaCluster
+from tests.support.kafka_io import consume_all, consume_to_end, make_topic, produce
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+
+LIMIT = 20_000
+
+
+@pytest.mark.parametrize("copy_batches", ["auto", "off"])
+def test_records_deleted_on_the_source_while_the_partition_waited_are_counted_as_expired(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str
+) -> None:
+    topic = f"expired-{copy_batches}-{unique}"
+    make_topic(cluster_a.client_properties(), topic)
+    make_topic(cluster_b.client_properties(), f"A.{topic}", 1, **{"max.message.bytes": str(LIMIT)})
+    values = [f"v{i}".encode() if i != 10 else b"x" * (LIMIT + 10_000) for i in range(100)]
+    produce(cluster_a.client_properties(), topic, [(None, value) for value in values], partition=0)
+    flow = {"topics": topic, "strait.copy.batches": copy_batches}
+    config = write_mm2_config(tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": flow})
+    env = {"STRAIT_COMMIT_INTERVAL_MS": "300", "STRAIT_BLOCKED_RETRY_S": "3"}
+    with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
+        mirror.wait_for_log("record_refused_partition_stopped", 120, topic=topic, offset=10)
+        admin = confluent_admin(cluster_a.client_properties())
+        admin.delete_records([TopicPartition(topic, 0, 50)])[TopicPartition(topic, 0, 50)].result(30)
+        expired = mirror.wait_for_log("source_records_expired", 120, topic=topic)
+        assert (expired["records"], expired["first_offset"], expired["resumed_at"]) == (40, 10, 50)
+        consume_all(cluster_b.client_properties(), f"A.{topic}", expected=60, timeout_s=60)
+        mirror.wait_for_log("partition_resumed", 30, topic=topic)
+        assert mirror.stop() == 0
+    copied = [record.value for record in consume_to_end(cluster_b.client_properties(), f"A.{topic}")]
+    assert copied == values[:10] + values[50:], "0..9 before the wait, then everything the source still held"
