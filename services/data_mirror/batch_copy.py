@@ -229,11 +229,8 @@ class BatchCopyTask(CopyTask):
             self._stop_at_corrupt(part, fetching, corrupt)
 
     def _stop_at_corrupt(self, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> None:
-        """A source batch whose checksum fails is never forwarded (a new CRC would launder the damage): the
-        partition stops before it with an error naming it, and fetches it again after the retry interval."""
         offset = max(batch.base_offset, fetching.position)
-        where = f"{part.work.source_topic}-{part.work.partition}"
-        part.refuse(offset, f"corrupt record batch on the source at {where} offset {offset}: {batch.corrupt}")
+        part.stop_at_corrupt(offset, batch.corrupt or "checksum mismatch")
         self._stop_at(part, fetching, offset)
 
     def _groups(self, part: PartitionCopy, fetching: Fetching, batches: list[SourceBatch]) -> list[list[SourceBatch]]:

@@ -279,11 +279,10 @@ class CopyTask:
         part.paused = False
 
     def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
-        """A source record whose checksum fails (the consumer checks CRCs) is never copied: its partition stops
-        there with an error naming it and reads it again after the retry interval."""
-        at = offset if offset is not None and offset >= part.next_position() else part.next_position()
-        where = f"{part.work.source_topic}-{part.work.partition}"
-        part.refuse(at, f"corrupt record batch on the source at {where} offset {at}: {what}")
+        """The consumer (checking CRCs) found a corrupt source record: its partition stops there."""
+        part.stop_at_corrupt(
+            offset if offset is not None and offset >= part.next_position() else part.next_position(), what
+        )
         self._hold(part)
 
     def _hold(self, part: PartitionCopy) -> None:

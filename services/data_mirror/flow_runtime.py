@@ -102,14 +102,14 @@ class FlowRuntime:
         not (a run with more slots, however many), found by listing the target's transactional ids, so the
         progress topic reads to its end now and no open transaction holds read_committed readers back.
         """
-        ids = {mirror_transactional_id(self.flow.name, slot) for slot in range(tasks)}
+        slots = tasks
         try:
             known = transactional_ids(self.flow.target_admin_props(), cluster=self.flow.target)
         except KafkaOperationError as exc:  # a broker without ListTransactions (Kafka < 3.0)
             _log.warning("transactions_not_listed", flow=self.flow.name, error=str(exc), fenced_slots=FALLBACK_SLOTS)
-            ids |= {mirror_transactional_id(self.flow.name, slot) for slot in range(FALLBACK_SLOTS)}
-        else:
-            ids |= {tid for tid in known if is_mirror_transactional_id(self.flow.name, tid)}
+            known, slots = set(), max(tasks, FALLBACK_SLOTS)
+        ids = {mirror_transactional_id(self.flow.name, slot) for slot in range(slots)}
+        ids |= {tid for tid in known if is_mirror_transactional_id(self.flow.name, tid)}
         fence_transactional_ids(self.flow.target_producer_props(), sorted(ids), cluster=self.flow.target)
 
     def look_up(self) -> TopicsLookup:

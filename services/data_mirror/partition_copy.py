@@ -128,6 +128,12 @@ class PartitionCopy:
             self.blocked_since_ms = int(self.clock.now_ms)
         self.retry_at_ms = self.clock.now_ms + self.clock.retry_s * 1000
 
+    def stop_at_corrupt(self, offset: int, what: str) -> None:
+        """The source's batch at `offset` fails its checksum: never copied (a new CRC would launder the damage);
+        the partition waits there like a refused record and reads it again after the retry interval."""
+        where = f"{self.work.source_topic}-{self.work.partition}"
+        self.refuse(offset, f"corrupt record batch on the source at {where} offset {offset}: {what}")
+
     def wait_at(self, offset: int, reason: str, since_ms: int) -> None:
         """A refusal an earlier task committed: copy up to it, then wait until its retry is due."""
         self.refused_at = self.held_at = offset

@@ -116,7 +116,7 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
         raw = view[position:end]
         if raw[_MAGIC_AT] >= 2:
             fields = _HEADER.unpack_from(raw)
-            computed = calc_crc32c(bytes(raw[_ATTRIBUTES_AT:]))
+            computed = calc_crc32c(raw[_ATTRIBUTES_AT:])  # the fetched bytes as they are, not a copy
             batches.append(
                 SourceBatch(
                     raw=raw,
