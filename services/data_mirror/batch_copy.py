@@ -30,6 +30,7 @@ from services.data_mirror.work import TaskSpec
 from shared.errors import KafkaOperationError
 from shared.kafka.batch_link import BatchLink, Landed, Outcome, OutgoingBatch, PartitionFetch
 from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.kafka.leader_epochs import NO_EPOCH
 from shared.kafka.record_batches import (
     CommittedFilter,
     SourceBatch,
@@ -62,10 +63,16 @@ def _newest(records: Sequence[SourceRecord]) -> int:
 
 @dataclass
 class Fetching:
-    """Where the next fetch of a partition starts, and up to where each record goes to the target on its own."""
+    """Where the next fetch of a partition starts, and up to where each record goes to the target on its own.
+
+    `epoch` is the leader epoch of the last batch fetched; `validated` the current leader epoch under which the
+    position was last known to be on the leader's log (KIP-320). A newer leader epoch is checked before the next
+    fetch: a log truncated under the position (an unclean election) rewinds the partition to where it diverged."""
 
     position: int
     one_by_one_until: int = -1
+    epoch: int = NO_EPOCH
+    validated: int = NO_EPOCH
 
 
 class BatchCopyTask(CopyTask):
@@ -78,6 +85,7 @@ class BatchCopyTask(CopyTask):
         self._refreshing: asyncio.Future[None] | None = None
         self._rotation = 0
         self._node_retry_at: dict[int, float] = {}
+        self._validations: dict[tuple[str, int], asyncio.Task[tuple[int, int]]] = {}
 
     # -- the record path's hooks -----------------------------------------------------------------------
     def _assign(self) -> None:
@@ -121,6 +129,8 @@ class BatchCopyTask(CopyTask):
                 self._start_fetches(link, fetches)
                 await self._wake(link, *fetches.values())
                 self._take_landed(link)  # first: a refusal rewinds its partition before newer data is queued
+                self._take_validations(link)
+                self._rewind_diverged()
                 for node, fetch in list(fetches.items()):
                     if fetch.done():
                         del fetches[node]
@@ -135,8 +145,8 @@ class BatchCopyTask(CopyTask):
                     self._commit(final=False)
                     next_commit = time.monotonic() + interval_s
         finally:
-            for fetch in fetches.values():
-                fetch.cancel()
+            for pending in [*fetches.values(), *self._validations.values()]:
+                pending.cancel()
 
     async def _drain(self, link: BatchLink) -> None:
         """Before the final commit: wait until the target answered every batch sent."""
@@ -147,6 +157,7 @@ class BatchCopyTask(CopyTask):
             link.producer.pump()
             await self._wake(link)
             self._take_landed(link)
+        self._rewind_diverged()
 
     async def _wake(self, link: BatchLink, *fetches: asyncio.Future[Any]) -> None:
         """Wait until the target answers, a fetch returns or WAKE_S passes; then read the clock."""
@@ -169,6 +180,8 @@ class BatchCopyTask(CopyTask):
             part = self.parts[key]
             if part.paused or link.producer.in_flight(part.work.remote_key) >= MAX_QUEUED_BATCHES:
                 continue
+            if not self._epoch_checked(link, key):
+                continue
             node = link.fetcher.leader(key)
             if node is None:
                 unknown = True
@@ -178,6 +191,58 @@ class BatchCopyTask(CopyTask):
             fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions))
         if unknown:
             self._refresh(link)
+
+    # -- leader epochs (KIP-320) ------------------------------------------------------------------------
+    def _epoch_checked(self, link: BatchLink, key: tuple[str, int]) -> bool:
+        """True when the partition may be fetched: its position is known to be on the current leader's log.
+
+        Under a newer leader epoch than the one last checked, the new leader is first asked where the epoch of
+        the last fetched batch ends (nothing fetched yet: nothing to check)."""
+        fetching, current = self.fetching[key], link.fetcher.epoch(key)
+        if fetching.epoch == NO_EPOCH or current == NO_EPOCH or current <= fetching.validated:
+            fetching.validated = max(fetching.validated, current)
+            return True
+        if key not in self._validations:
+            self._validations[key] = asyncio.ensure_future(link.fetcher.epoch_end(key, fetching.epoch))
+        return False
+
+    def _take_validations(self, link: BatchLink) -> None:
+        for key, check in list(self._validations.items()):
+            if not check.done():
+                continue
+            del self._validations[key]
+            part, fetching = self.parts.get(key), self.fetching.get(key)
+            if part is None or fetching is None:
+                continue
+            try:
+                error, end_offset = check.result()
+            except KafkaOperationError:
+                error, end_offset = -1, -1
+            if error:  # an epoch the leader does not know yet, a leader that moved again: ask after new metadata
+                self.read_errors += 1
+                self._refresh(link)
+                continue
+            fetching.validated = link.fetcher.epoch(key)
+            if 0 <= end_offset < fetching.position:
+                self._diverged(part, fetching, end_offset)
+
+    def _diverged(self, part: PartitionCopy, fetching: Fetching, offset: int) -> None:
+        """The source log was truncated under our position (an unclean leader election): what we copied from
+        `offset` on is no longer there, and the records written there now are not those. Copy again from `offset`,
+        as Kafka's Java consumer resets to the first offset known to diverge, once what is in flight answered."""
+        self._hold(part)
+        part.diverge(offset)
+
+    def _rewind_diverged(self) -> None:
+        """Rewind each diverged partition whose in-flight batches answered, so none of them moves it on again."""
+        for key, part in self.parts.items():
+            if part.diverged_at is None or part.in_flight:
+                continue
+            fetching = self.fetching[key]
+            part.rewind()
+            fetching.position = part.position
+            fetching.one_by_one_until = min(fetching.one_by_one_until, part.position - 1)
+            part.paused = False
 
     def _refresh(self, link: BatchLink) -> None:
         now = time.monotonic()
@@ -225,6 +290,7 @@ class BatchCopyTask(CopyTask):
             fetching.position = group[-1].next_offset
         if batches:
             fetching.position = max(fetching.position, batches[-1].next_offset)
+            fetching.epoch = part.leader_epoch = batches[-1].leader_epoch
         if corrupt is not None and corrupt.last_offset >= fetching.position:
             self._stop_at_corrupt(part, fetching, corrupt)
 

@@ -30,6 +30,7 @@ CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
 HANDOVER_CHECK_S = 0.25
 FLUSH_TIMEOUT_S = 60
+LEADER_MOVED = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
 
 
 class TaskFailed(Exception):
@@ -111,10 +112,21 @@ class CopyTask:
             part.end_offset = high
             self._place(part, progress, low, high)
             self.parts[work.key] = part
+        self._check_epochs()
         self._assign()
         if self.spec.exactly_once:
             self.clients.producer.begin_transaction()
             self.in_transaction = True
+
+    def _check_epochs(self) -> None:
+        """A log truncated under a committed position while no task ran (an unclean leader election): each source
+        leader is asked where the committed position's leader epoch ends now (KIP-320, one request per leader);
+        an end before the position is where the log diverged, and copying starts again there."""
+        asked = {key: part.leader_epoch for key, part in self.parts.items() if part.leader_epoch is not None}
+        for key, end in self.clients.epoch_ends(asked).items():
+            part = self.parts[key]
+            if end < part.position:
+                part.reset_from, part.position = part.position, end
 
     def _assign(self) -> None:
         assignment = [TopicPartition(*key, part.position) for key, part in self.parts.items()]
@@ -140,6 +152,8 @@ class CopyTask:
             # election): what is there now is not what we copied. auto.offset.reset says where to go, as in MM2.
             part.reset_from, start = start, high if self.spec.reset_to_latest else low
         part.position = start
+        if start == progress.next_offset:
+            part.leader_epoch = progress.leader_epoch  # checked before the first fetch (batch forwarding)
         report = progress.report
         if report is not None and report.blocked_offset is not None and report.blocked_offset >= start:
             since = report.blocked_since_ms or int(self.clock.now_ms)
@@ -171,6 +185,9 @@ class CopyTask:
                 if part.held_at is not None and offset >= part.held_at:
                     self._hold(part)
                     continue
+                if offset < part.fetched_next:  # the consumer went back on its own: the source log was truncated
+                    part.diverge(offset)
+                part.fetched_next = offset + 1
                 key, value, headers = msg.key(), msg.value(), msg.headers()
                 limit = part.work.max_record_bytes
                 if (
@@ -240,7 +257,8 @@ class CopyTask:
         error = msg.error()
         if error.code() == KafkaError._PARTITION_EOF:
             return
-        if error.retriable():  # librdkafka retries it; counted and reported, so a struggling source shows
+        if error.retriable() or error.code() in LEADER_MOVED:  # librdkafka retries it (a new leader: after new
+            # metadata, and validating its position, KIP-320); counted and reported, so a struggling source shows
             self.read_errors += 1
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
@@ -276,7 +294,7 @@ class CopyTask:
         consumer = self.clients.consumer
         consumer.incremental_unassign([TopicPartition(*part.work.key)])
         consumer.incremental_assign([TopicPartition(*part.work.key, resume)])
-        part.paused = False
+        part.paused, part.fetched_next = False, resume
 
     def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
         """The consumer (checking CRCs) found a corrupt source record: its partition stops there."""
@@ -291,7 +309,7 @@ class CopyTask:
             self.clients.consumer.pause([TopicPartition(*part.work.key)])
 
     def _release(self, part: PartitionCopy, offset: int) -> None:
-        part.paused = False
+        part.paused, part.fetched_next = False, offset
         tp = TopicPartition(*part.work.key, offset)
         self.clients.consumer.seek(tp)
         self.clients.consumer.resume([tp])
@@ -347,12 +365,14 @@ class CopyTask:
 
     def _advance_idle_positions(self) -> None:
         """Move past offsets the consumer skipped without a record (transaction markers, compacted gaps)."""
-        settled = [part for part in self.parts.values() if part.settled() and not part.paused]
-        if not settled:
-            return
-        positions = self.clients.consumer.position([TopicPartition(*part.work.key) for part in settled])
-        for part, tp in zip(settled, positions, strict=True):
-            if tp.offset is not None and tp.offset > part.next_position():
+        parts = list(self.parts.values())
+        positions = self.clients.consumer.position([TopicPartition(*part.work.key) for part in parts])
+        for part, tp in zip(parts, positions, strict=True):
+            epoch = getattr(tp, "leader_epoch", None)
+            if epoch is not None and epoch >= 0:
+                part.leader_epoch = epoch  # of the fetch position: what a restart checks its position against
+            settled = part.settled() and not part.paused
+            if settled and tp.offset is not None and tp.offset > part.next_position():
                 part.position = int(tp.offset)
         for part in self.parts.values():
             low_high = self.clients.consumer.get_watermark_offsets(TopicPartition(*part.work.key), cached=True)
@@ -383,6 +403,7 @@ class CopyTask:
                 source_topic_id=work.source_topic_id,
                 remote_topic_id=work.remote_topic_id,
                 report=part.report(syncs_failed, read_errors),
+                leader_epoch=part.leader_epoch,
             ),
             key=ProgressKey(self.spec.flow, *work.key).encode(),
             partition=0,

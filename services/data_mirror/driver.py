@@ -368,7 +368,10 @@ class MirrorDriver:
                 partition=state.partition,
                 committed=report.reset_from,
                 resumed_at=progress.next_offset,
-                why="the topic was made again or the source partition ends before the committed position",
+                why=(
+                    "the topic was made again, the source partition ends before the committed position, "
+                    "or its log was truncated under it (an unclean leader election)"
+                ),
             )
         self._apply_block(state, report.blocked_offset, report.blocked_reason)
         metrics.partition_blocked.labels(*labels).set(1 if state.blocked_at is not None else 0)

@@ -60,6 +60,9 @@ class PartitionCopy:
     expired_from: int | None = None
     expired_to: int | None = None
     reset_from: int | None = None
+    diverged_at: int | None = None  # the source log was truncated under the position: go back here (KIP-320)
+    fetched_next: int = 0  # record path: the offset after the last record consumed (a smaller one is a rewind)
+    leader_epoch: int | None = None  # the source leader epoch of the fetch position (progress keeps it)
     syncs_sent: int = 0
     forwarded: int = 0
     reencoded_reason: str | None = None
@@ -71,6 +74,8 @@ class PartitionCopy:
     def on_delivery(self, err: Any, msg: Any) -> None:
         """The producer's per-record acknowledgement (called from poll/flush, in send order per partition)."""
         upstream = self.in_flight.popleft()
+        if upstream == self.diverged_at and err is None:
+            self.rewind()  # the first record consumed again after a truncation: what was in flight before answered
         if err is not None:
             if refuses_record(err):
                 where = f"writing {self.work.remote_topic}-{self.work.partition}"
@@ -176,9 +181,27 @@ class PartitionCopy:
                 self.refused_now = False
         return resume
 
+    def diverge(self, offset: int) -> None:
+        """The source's log from `offset` on is not what was copied (truncated by an unclean leader election):
+        from now on no commit or hand-over writes a position past it, until `rewind` copies it again."""
+        self.diverged_at = offset if self.diverged_at is None else min(self.diverged_at, offset)
+
+    def rewind(self) -> None:
+        """Copy again from where the log diverged (with nothing in flight, so no answer moves past it again); a
+        refusal at or after it is dropped (that record is gone)."""
+        assert self.diverged_at is not None
+        offset, self.diverged_at = self.diverged_at, None
+        self.reset_from = max(self.position, self.acked + 1)
+        self.position, self.acked = offset, min(self.acked, offset - 1)
+        if self.refused_at is not None and self.refused_at >= offset:
+            self.refused_at = self.held_at = self.failure = self.blocked_since_ms = None
+            self.refused_now = False
+
     def next_position(self) -> int:
         """Where a restart would continue: after the last acknowledged record, never past a refused one."""
         position = max(self.position, self.acked + 1)
+        if self.diverged_at is not None:
+            position = min(position, self.diverged_at)
         return position if self.refused_at is None else min(position, self.refused_at)
 
     def settled(self) -> bool:

@@ -6,6 +6,7 @@ one task at a time (a new task of the slot fences the previous one when it initi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from shared.control.topic_names import CONTROL_READER_GROUP, mirror_source_group
 from shared.kafka.batch_link import BatchLink, open_batch_link
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.leader_epochs import epoch_ends
 from shared.progress_store import load_progress
 from shared.records.progress import Progress
 
@@ -45,6 +47,8 @@ class TaskClients:
     handover_requested: Callable[[], bool]
     close: Callable[[], None]
     open_batch_link: Callable[[], Awaitable[BatchLink]] = _no_batch_link
+    # where each source leader says a committed leader epoch ends now (KIP-320; injected clients know nothing)
+    epoch_ends: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] = lambda _epochs: {}
 
 
 def connect(spec: TaskSpec) -> TaskClients:
@@ -83,6 +87,7 @@ def connect(spec: TaskSpec) -> TaskClients:
         offset_bounds=lambda keys: offset_bounds(admin, keys),
         handover_requested=watch.requested,
         close=close,
+        epoch_ends=lambda epochs: _epoch_ends(spec.source_consumer, epochs),
         open_batch_link=lambda: open_batch_link(
             spec.source_consumer,
             spec.target_producer,
@@ -90,6 +95,13 @@ def connect(spec: TaskSpec) -> TaskClients:
             sorted({work.remote_topic for work in spec.partitions}),
         ),
     )
+
+
+def _epoch_ends(props: dict[str, str], epochs: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """`leader_epochs.epoch_ends`, bounded in time, for the task's blocking start (nothing asked: no I/O)."""
+    if not epochs:
+        return {}
+    return asyncio.run(asyncio.wait_for(epoch_ends(props, epochs), LOOKUP_TIMEOUT_S))
 
 
 def _producer_settings(transactional_id: str | None) -> dict[str, Any]:

@@ -27,13 +27,14 @@ from typing import Any
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.errors import for_code
-from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.protocol.produce import ProduceRequest
 from aiokafka.protocol.transaction import InitProducerIdRequest
 from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
 from shared.kafka.factories import aio_client
+from shared.kafka.leader_epochs import NO_EPOCH, EpochEndRequest, EpochFetchRequest, LeaderEpochsRequest, epoch_end
+from shared.kafka.leader_epochs import leader_epochs as epochs_of
 from shared.kafka.record_batches import with_sequence
 from shared.retry import Backoff, retry_async
 
@@ -84,7 +85,8 @@ class PartitionFetch:
 
 
 class BatchFetcher:
-    """Fetches raw batches from source partition leaders, read_committed, with the consumer's size limits."""
+    """Fetches raw batches from source partition leaders, read_committed, with the consumer's size limits, and
+    with each partition's current leader epoch (KIP-320: a stale leader refuses instead of serving)."""
 
     def __init__(
         self,
@@ -100,10 +102,14 @@ class BatchFetcher:
         self._max_wait_ms = max_wait_ms
         self._max_bytes = max_bytes
         self._partition_max_bytes = partition_max_bytes
+        self._topics: list[str] = []
+        self.epochs: dict[PartitionKey, int] = {}  # current leader epochs, as the metadata last said
 
     async def start(self, topics: Sequence[str]) -> None:
+        self._topics = list(topics)
         await self._client.bootstrap()
-        await self._client.set_topics(list(topics))
+        await self._client.set_topics(self._topics)
+        await self._refresh_epochs()
 
     async def close(self) -> None:
         await self._client.close()
@@ -117,17 +123,42 @@ class BatchFetcher:
         """True while the metadata lists `topic` (False: deleted, or never there)."""
         return self._client.cluster.partitions_for_topic(topic) is not None
 
+    def epoch(self, key: PartitionKey) -> int:
+        """The partition's current leader epoch as the metadata last said (-1 while unknown)."""
+        return self.epochs.get(key, NO_EPOCH)
+
     async def refresh(self) -> None:
-        """New metadata (a leader moved or was unknown)."""
+        """New metadata (a leader moved or was unknown, or an epoch was refused)."""
         with contextlib.suppress(AioKafkaError, asyncio.TimeoutError):
             await asyncio.wait_for(self._client.force_metadata_update(), timeout=10)
+        await self._refresh_epochs()
+
+    async def _refresh_epochs(self) -> None:
+        """The partitions' leader epochs (aiokafka's own metadata has none); kept as they were on a failure."""
+        node = self._client.get_random_node()
+        if node is None or not self._topics:
+            return
+        with contextlib.suppress(AioKafkaError, asyncio.TimeoutError, OSError):
+            response = await asyncio.wait_for(self._client.send(node, LeaderEpochsRequest(self._topics)), 10)
+            self.epochs.update(epochs_of(response))
+
+    async def epoch_end(self, key: PartitionKey, epoch: int) -> tuple[int, int]:
+        """(error code, end offset): where leader epoch `epoch` ends in the partition leader's log now."""
+        node = self.leader(key)
+        if node is None:
+            raise KafkaOperationError(f"{key[0]}-{key[1]}: no leader known", operation="offset for leader epoch")
+        try:
+            response = await self._client.send(node, EpochEndRequest(key, self.epoch(key), epoch))
+        except (TimeoutError, AioKafkaError, OSError) as exc:
+            raise KafkaOperationError(
+                f"asking node {node} for epoch {epoch}'s end failed: {exc!r}", operation="offset for leader epoch"
+            ) from exc
+        return epoch_end(response)
 
     async def fetch(self, node: int, positions: Mapping[PartitionKey, int]) -> dict[PartitionKey, PartitionFetch]:
         """One Fetch from `node` for `positions`; waits up to max_wait_ms when nothing is there yet."""
-        by_topic: dict[str, list[tuple[int, int, int]]] = {}
-        for (topic, partition), offset in positions.items():
-            by_topic.setdefault(topic, []).append((partition, offset, self._partition_max_bytes))
-        request = FetchRequest(self._max_wait_ms, 1, self._max_bytes, self._isolation, list(by_topic.items()))
+        partitions = {key: (offset, self.epoch(key), self._partition_max_bytes) for key, offset in positions.items()}
+        request = EpochFetchRequest(self._max_wait_ms, self._max_bytes, self._isolation, partitions)
         try:
             response = await self._client.send(node, request)
         except (TimeoutError, AioKafkaError, OSError) as exc:

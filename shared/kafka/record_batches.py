@@ -71,6 +71,7 @@ class SourceBatch:
     count: int = 0
     max_timestamp: int = -1
     corrupt: str | None = None  # why the stored checksum does not match the bytes (None: it matches)
+    leader_epoch: int = -1  # the epoch of the leader that appended it (v2; -1: an old format)
 
     @property
     def is_control(self) -> bool:
@@ -127,6 +128,7 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
                     producer_id=fields[9],
                     count=fields[12],
                     max_timestamp=fields[8],
+                    leader_epoch=fields[2],
                     corrupt=None
                     if computed == fields[4]
                     else f"CRC-32C {fields[4]:#010x} stored, {computed:#010x} computed",

@@ -110,6 +110,7 @@ class Progress:
     source_topic_id: str | None = None
     remote_topic_id: str | None = None
     report: CopyReport | None = None
+    leader_epoch: int | None = None  # the source leader epoch of the last batch fetched (KIP-320 validation)
 
 
 def encode_progress(
@@ -118,6 +119,7 @@ def encode_progress(
     source_topic_id: str | None = None,
     remote_topic_id: str | None = None,
     report: CopyReport | None = None,
+    leader_epoch: int | None = None,
 ) -> bytes:
     """The value: the next source offset to copy, when it was committed, the topic ids and the task's report."""
     value: dict[str, object] = {"next_offset": next_offset, "ts": int(time.time() * 1000)}
@@ -127,6 +129,8 @@ def encode_progress(
         value["remote_topic_id"] = remote_topic_id
     if report is not None:
         value["report"] = report.encode()
+    if leader_epoch is not None and leader_epoch >= 0:
+        value["leader_epoch"] = leader_epoch
     return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -141,7 +145,9 @@ def decode_progress_record(raw: bytes) -> Progress:
         raise CodecError(f"progress next_offset is not a non-negative integer: {offset!r}")
     ids = [value.get(name) for name in ("source_topic_id", "remote_topic_id")]
     source_id, remote_id = (item if isinstance(item, str) and item else None for item in ids)
-    return Progress(offset, source_id, remote_id, CopyReport.decode(value.get("report")))
+    epoch = value.get("leader_epoch")
+    epoch = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 else None
+    return Progress(offset, source_id, remote_id, CopyReport.decode(value.get("report")), epoch)
 
 
 def decode_progress(raw: bytes) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import struct
 from typing import Any
 
 import pytest
@@ -101,3 +102,67 @@ async def test_progress_never_passes_records_the_target_refused_with_unknown_ser
     assert part.next_position() == 0
     assert part.failure is not None
     assert "UNKNOWN_SERVER_ERROR" in part.failure
+
+
+class EpochFetcher:
+    """The fetcher as the task sees it for leader epochs: the current epochs, and where the new leader says an
+    epoch ends (`ends`)."""
+
+    def __init__(self, epoch: int, ends: dict[int, int]) -> None:
+        self.epochs = {KEY: epoch}
+        self.ends = ends
+        self.asked: list[int] = []
+
+    def epoch(self, key: tuple[str, int]) -> int:
+        return self.epochs[key]
+
+    async def epoch_end(self, _key: tuple[str, int], epoch: int) -> tuple[int, int]:
+        self.asked.append(epoch)
+        return 0, self.ends[epoch]
+
+
+@dataclasses.dataclass
+class EpochLink:
+    producer: BatchProducer
+    fetcher: EpochFetcher
+    read_committed: bool = False
+
+
+def _with_epoch(raw: bytes, epoch: int) -> bytes:
+    out = bytearray(raw)
+    struct.pack_into(">i", out, 12, epoch)  # the partition leader epoch the source's leader stamped
+    return bytes(out)
+
+
+async def _copied_under_epoch_0(ends: dict[int, int]) -> tuple[BatchCopyTask, PartitionCopy, Fetching, EpochLink]:
+    """100 records fetched under leader epoch 0 and acknowledged; then the leader epoch becomes 1."""
+    stored = _with_epoch(stored_batch(0, 100), 0)
+    link = EpochLink(_producer(RecordingBroker()), EpochFetcher(0, ends))
+    task, part, fetching = _task()
+    assert task._epoch_checked(link, KEY)  # type: ignore[arg-type]
+    await _copy(task, part, fetching, link, stored, 100)
+    assert (fetching.epoch, part.next_position()) == (0, 100)
+    link.fetcher.epochs[KEY] = 1
+    assert not task._epoch_checked(link, KEY), "a new leader epoch is checked before the next fetch"  # type: ignore[arg-type]
+    await asyncio.sleep(0.01)
+    task._take_validations(link)  # type: ignore[arg-type]
+    task._rewind_diverged()
+    return task, part, fetching, link
+
+
+@pytest.mark.asyncio
+async def test_a_log_truncated_under_the_position_is_copied_again_from_where_it_diverged() -> None:
+    task, part, fetching, link = await _copied_under_epoch_0({0: 40})  # epoch 0 now ends at 40: 40..99 are gone
+    assert link.fetcher.asked == [0]
+    assert (fetching.position, part.next_position(), part.acked) == (40, 40, 39)
+    assert not part.paused
+    assert part.report().reset_from == 100
+    assert task._epoch_checked(link, KEY)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_a_new_leader_that_holds_everything_fetched_changes_nothing() -> None:
+    task, part, fetching, link = await _copied_under_epoch_0({0: 100})
+    assert (fetching.position, part.next_position(), fetching.validated) == (100, 100, 1)
+    assert part.report().reset_from is None
+    assert task._epoch_checked(link, KEY)  # type: ignore[arg-type]

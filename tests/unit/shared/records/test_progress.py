@@ -55,3 +55,10 @@ def test_a_malformed_report_is_dropped_not_fatal() -> None:
     odd = b'{"next_offset": 5, "report": {"records": "x", "bytes": 7, "blocked_offset": true, "bogus": 1}}'
     assert decode_progress_record(odd).report == CopyReport(bytes=7), "fields of the wrong type are left out"
     assert decode_progress_record(b'{"next_offset": 5, "report": [1, 2]}') == Progress(5)
+
+
+def test_the_leader_epoch_travels_with_the_position_and_a_bad_one_is_left_out() -> None:
+    assert decode_progress_record(encode_progress(80, leader_epoch=3)).leader_epoch == 3
+    assert decode_progress_record(encode_progress(80)).leader_epoch is None
+    assert decode_progress_record(b'{"next_offset": 80, "leader_epoch": "3"}').leader_epoch is None
+    assert decode_progress_record(b'{"next_offset": 80, "leader_epoch": true}').leader_epoch is None

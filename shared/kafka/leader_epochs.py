@@ -1,0 +1,202 @@
+"""Leader epochs for fetching (KIP-320): the requests aiokafka lacks, or sends without epochs.
+
+A consumer that fetches with the partition's current leader epoch is refused by a stale leader
+(FENCED_LEADER_EPOCH) instead of being served a log that is about to be truncated; after a leader change it asks
+the new leader where the epoch of the last records it fetched ends (OffsetForLeaderEpoch): an end before its
+position means the log was truncated under it (an unclean election), and it goes back to that end, the first
+offset known to diverge, as Kafka's Java consumer does.
+
+aiokafka's metadata stops at v5 (no leader epochs) and its Fetch builder always sends -1 as the epoch, so the
+three requests are declared here with aiokafka's protocol types and sent through its client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.fetch import FetchRequest_v11
+from aiokafka.protocol.types import Array, Boolean, Int16, Int32, Int64, Schema, String
+from aiokafka.structs import TopicPartition
+
+from shared.kafka.factories import aio_client
+
+PartitionKey = tuple[str, int]
+NO_EPOCH = -1
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+
+
+class MetadataResponse_v7(Response):  # type: ignore[misc]  # (Kafka's names, as aiokafka spells them)
+    API_KEY = 3
+    API_VERSION = 7
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("brokers", Array(("node_id", Int32), ("host", String("utf-8")), ("port", Int32), ("rack", String("utf-8")))),
+        ("cluster_id", String("utf-8")),
+        ("controller_id", Int32),
+        (
+            "topics",
+            Array(
+                ("error_code", Int16),
+                ("name", String("utf-8")),
+                ("is_internal", Boolean),
+                (
+                    "partitions",
+                    Array(
+                        ("error_code", Int16),
+                        ("partition_index", Int32),
+                        ("leader_id", Int32),
+                        ("leader_epoch", Int32),
+                        ("replica_nodes", Array(Int32)),
+                        ("isr_nodes", Array(Int32)),
+                        ("offline_replicas", Array(Int32)),
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+class MetadataRequest_v7(RequestStruct):  # type: ignore[misc]
+    API_KEY = 3
+    API_VERSION = 7
+    RESPONSE_TYPE = MetadataResponse_v7
+    SCHEMA = Schema(("topics", Array(String("utf-8"))), ("allow_auto_topic_creation", Boolean))
+
+
+class LeaderEpochsRequest(Request[MetadataRequest_v7]):  # type: ignore[misc]
+    """Metadata v7 for `topics`, never creating one: each partition's leader and its epoch."""
+
+    API_KEY = 3
+
+    def __init__(self, topics: list[str]) -> None:
+        self._topics = topics
+
+    def build(self, request_struct_class: type[MetadataRequest_v7]) -> MetadataRequest_v7:
+        return request_struct_class(self._topics, False)
+
+
+def leader_epochs(response: MetadataResponse_v7) -> dict[PartitionKey, int]:
+    """The current leader epoch of every partition the answer names without an error."""
+    return {
+        (topic[1], part[1]): part[3] for topic in response.topics if not topic[0] for part in topic[3] if not part[0]
+    }
+
+
+class EpochFetchRequest(Request[FetchRequest_v11]):  # type: ignore[misc]
+    """Fetch v11 (no session) carrying each partition's current leader epoch (-1: not known)."""
+
+    API_KEY = 1
+
+    def __init__(
+        self,
+        max_wait_ms: int,
+        max_bytes: int,
+        isolation_level: int,
+        partitions: Mapping[PartitionKey, tuple[int, int, int]],
+    ) -> None:
+        """`partitions`: (topic, partition) -> (fetch offset, current leader epoch, max bytes)."""
+        self._max_wait_ms, self._max_bytes, self._isolation = max_wait_ms, max_bytes, isolation_level
+        self._partitions = partitions
+
+    def build(self, request_struct_class: type[FetchRequest_v11]) -> FetchRequest_v11:
+        by_topic: dict[str, list[tuple[int, int, int, int, int]]] = {}
+        for (topic, partition), (offset, epoch, max_bytes) in self._partitions.items():
+            by_topic.setdefault(topic, []).append((partition, epoch, offset, -1, max_bytes))
+        # replica -1 (a consumer), min 1 byte, no fetch session (id 0, epoch -1), nothing forgotten, no rack
+        return request_struct_class(
+            -1, self._max_wait_ms, 1, self._max_bytes, self._isolation, 0, -1, list(by_topic.items()), [], ""
+        )
+
+
+class OffsetForLeaderEpochResponse_v3(Response):  # type: ignore[misc]
+    API_KEY = 23
+    API_VERSION = 3
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        (
+            "topics",
+            Array(
+                ("topic", String("utf-8")),
+                (
+                    "partitions",
+                    Array(("error_code", Int16), ("partition", Int32), ("leader_epoch", Int32), ("end_offset", Int64)),
+                ),
+            ),
+        ),
+    )
+
+
+class OffsetForLeaderEpochRequest_v3(RequestStruct):  # type: ignore[misc]
+    API_KEY = 23
+    API_VERSION = 3
+    RESPONSE_TYPE = OffsetForLeaderEpochResponse_v3
+    SCHEMA = Schema(
+        ("replica_id", Int32),
+        (
+            "topics",
+            Array(
+                ("topic", String("utf-8")),
+                ("partitions", Array(("partition", Int32), ("current_leader_epoch", Int32), ("leader_epoch", Int32))),
+            ),
+        ),
+    )
+
+
+class EpochEndRequest(Request[OffsetForLeaderEpochRequest_v3]):  # type: ignore[misc]
+    """OffsetForLeaderEpoch as a consumer asks it: where does `epoch` end in the leader's log now?"""
+
+    API_KEY = 23
+
+    def __init__(self, key: PartitionKey, current_epoch: int, epoch: int) -> None:
+        self._key, self._current_epoch, self._epoch = key, current_epoch, epoch
+
+    def build(self, request_struct_class: type[OffsetForLeaderEpochRequest_v3]) -> OffsetForLeaderEpochRequest_v3:
+        topic, partition = self._key
+        return request_struct_class(-1, [(topic, [(partition, self._current_epoch, self._epoch)])])
+
+
+def epoch_end(response: OffsetForLeaderEpochResponse_v3) -> tuple[int, int]:
+    """(error code, end offset) of the one partition asked about."""
+    ((_topic, ((error, _partition, _epoch, end_offset),)),) = response.topics
+    return int(error), int(end_offset)
+
+
+class EpochEndsRequest(Request[OffsetForLeaderEpochRequest_v3]):  # type: ignore[misc]
+    """OffsetForLeaderEpoch for several partitions of one leader, without fencing (current epoch -1)."""
+
+    API_KEY = 23
+
+    def __init__(self, epochs: Mapping[PartitionKey, int]) -> None:
+        self._epochs = epochs
+
+    def build(self, request_struct_class: type[OffsetForLeaderEpochRequest_v3]) -> OffsetForLeaderEpochRequest_v3:
+        by_topic: dict[str, list[tuple[int, int, int]]] = {}
+        for (topic, partition), epoch in self._epochs.items():
+            by_topic.setdefault(topic, []).append((partition, NO_EPOCH, epoch))
+        return request_struct_class(-1, list(by_topic.items()))
+
+
+async def epoch_ends(props: Mapping[str, str], epochs: Mapping[PartitionKey, int]) -> dict[PartitionKey, int]:
+    """Where each partition's leader says the given epoch ends now: one request per leader. Partitions whose
+    leader is unknown or answers with an error are left out (nothing is known about them)."""
+    client = aio_client(props)
+    try:
+        await client.bootstrap()
+        await client.set_topics(sorted({topic for topic, _ in epochs}))
+        by_leader: dict[int, dict[PartitionKey, int]] = {}
+        for key, epoch in epochs.items():
+            leader = client.cluster.leader_for_partition(TopicPartition(*key))
+            if leader is not None and leader >= 0:
+                by_leader.setdefault(leader, {})[key] = epoch
+        ends: dict[PartitionKey, int] = {}
+        for leader, asked in by_leader.items():
+            response = await client.send(leader, EpochEndsRequest(asked))
+            for topic, partitions in response.topics:
+                for error, partition, _epoch, end_offset in partitions:
+                    if not error and end_offset >= 0:
+                        ends[(topic, partition)] = int(end_offset)
+        return ends
+    finally:
+        await client.close()
