@@ -33,7 +33,13 @@ from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
 from shared.kafka.factories import aio_client
-from shared.kafka.leader_epochs import NO_EPOCH, EpochEndRequest, EpochFetchRequest, LeaderEpochsRequest, epoch_end
+from shared.kafka.leader_epochs import (
+    NO_EPOCH,
+    EpochEndsRequest,
+    EpochFetchRequest,
+    LeaderEpochsRequest,
+    epoch_end_answers,
+)
 from shared.kafka.leader_epochs import leader_epochs as epochs_of
 from shared.kafka.record_batches import with_sequence
 from shared.retry import Backoff, retry_async
@@ -148,12 +154,12 @@ class BatchFetcher:
         if node is None:
             raise KafkaOperationError(f"{key[0]}-{key[1]}: no leader known", operation="offset for leader epoch")
         try:
-            response = await self._client.send(node, EpochEndRequest(key, self.epoch(key), epoch))
+            response = await self._client.send(node, EpochEndsRequest({key: (self.epoch(key), epoch)}))
         except (TimeoutError, AioKafkaError, OSError) as exc:
             raise KafkaOperationError(
                 f"asking node {node} for epoch {epoch}'s end failed: {exc!r}", operation="offset for leader epoch"
             ) from exc
-        return epoch_end(response)
+        return epoch_end_answers(response).get(key, (UNKNOWN_TOPIC_OR_PARTITION, -1))
 
     async def fetch(self, node: int, positions: Mapping[PartitionKey, int]) -> dict[PartitionKey, PartitionFetch]:
         """One Fetch from `node` for `positions`; waits up to max_wait_ms when nothing is there yet."""

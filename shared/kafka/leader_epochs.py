@@ -144,38 +144,29 @@ class OffsetForLeaderEpochRequest_v3(RequestStruct):  # type: ignore[misc]
     )
 
 
-class EpochEndRequest(Request[OffsetForLeaderEpochRequest_v3]):  # type: ignore[misc]
-    """OffsetForLeaderEpoch as a consumer asks it: where does `epoch` end in the leader's log now?"""
-
-    API_KEY = 23
-
-    def __init__(self, key: PartitionKey, current_epoch: int, epoch: int) -> None:
-        self._key, self._current_epoch, self._epoch = key, current_epoch, epoch
-
-    def build(self, request_struct_class: type[OffsetForLeaderEpochRequest_v3]) -> OffsetForLeaderEpochRequest_v3:
-        topic, partition = self._key
-        return request_struct_class(-1, [(topic, [(partition, self._current_epoch, self._epoch)])])
-
-
-def epoch_end(response: OffsetForLeaderEpochResponse_v3) -> tuple[int, int]:
-    """(error code, end offset) of the one partition asked about."""
-    ((_topic, ((error, _partition, _epoch, end_offset),)),) = response.topics
-    return int(error), int(end_offset)
-
-
 class EpochEndsRequest(Request[OffsetForLeaderEpochRequest_v3]):  # type: ignore[misc]
-    """OffsetForLeaderEpoch for several partitions of one leader, without fencing (current epoch -1)."""
+    """OffsetForLeaderEpoch as a consumer asks it: where does each partition's `epoch` end in the leader's log
+    now? `asked`: (topic, partition) -> (current leader epoch, or -1 not to be fenced; epoch)."""
 
     API_KEY = 23
 
-    def __init__(self, epochs: Mapping[PartitionKey, int]) -> None:
-        self._epochs = epochs
+    def __init__(self, asked: Mapping[PartitionKey, tuple[int, int]]) -> None:
+        self._asked = asked
 
     def build(self, request_struct_class: type[OffsetForLeaderEpochRequest_v3]) -> OffsetForLeaderEpochRequest_v3:
         by_topic: dict[str, list[tuple[int, int, int]]] = {}
-        for (topic, partition), epoch in self._epochs.items():
-            by_topic.setdefault(topic, []).append((partition, NO_EPOCH, epoch))
+        for (topic, partition), (current_epoch, epoch) in self._asked.items():
+            by_topic.setdefault(topic, []).append((partition, current_epoch, epoch))
         return request_struct_class(-1, list(by_topic.items()))
+
+
+def epoch_end_answers(response: OffsetForLeaderEpochResponse_v3) -> dict[PartitionKey, tuple[int, int]]:
+    """(error code, end offset) of each partition asked about."""
+    return {
+        (topic, int(partition)): (int(error), int(end_offset))
+        for topic, partitions in response.topics
+        for error, partition, _epoch, end_offset in partitions
+    }
 
 
 async def epoch_ends(props: Mapping[str, str], epochs: Mapping[PartitionKey, int]) -> dict[PartitionKey, int]:
@@ -185,18 +176,16 @@ async def epoch_ends(props: Mapping[str, str], epochs: Mapping[PartitionKey, int
     try:
         await client.bootstrap()
         await client.set_topics(sorted({topic for topic, _ in epochs}))
-        by_leader: dict[int, dict[PartitionKey, int]] = {}
+        by_leader: dict[int, dict[PartitionKey, tuple[int, int]]] = {}
         for key, epoch in epochs.items():
             leader = client.cluster.leader_for_partition(TopicPartition(*key))
             if leader is not None and leader >= 0:
-                by_leader.setdefault(leader, {})[key] = epoch
+                by_leader.setdefault(leader, {})[key] = (NO_EPOCH, epoch)  # not fenced: no current epoch known
         ends: dict[PartitionKey, int] = {}
         for leader, asked in by_leader.items():
             response = await client.send(leader, EpochEndsRequest(asked))
-            for topic, partitions in response.topics:
-                for error, partition, _epoch, end_offset in partitions:
-                    if not error and end_offset >= 0:
-                        ends[(topic, partition)] = int(end_offset)
+            answers = epoch_end_answers(response).items()
+            ends |= {key: end for key, (error, end) in answers if not error and end >= 0}
         return ends
     finally:
         await client.close()
