@@ -70,3 +70,20 @@ class FlowTopics:
     def lease_group(self, service: str) -> str:
         """`strait.<service>.<source>-><target>`: the consumer group whose membership is `service`'s lease."""
         return f"strait.{service}.{self.source}->{self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSyncsPlace:
+    """Where a flow's offset syncs live: MM2's `offset-syncs.topic.location` (target by default)."""
+
+    topic: str
+    cluster: str  # the alias of the cluster that holds the topic
+    on_source: bool
+
+
+def offset_syncs_place(flow: FlowConfig) -> OffsetSyncsPlace:
+    """`mm2-offset-syncs.<other cluster>.internal` on the source or the target, as the flow's settings say."""
+    policy = FlowTopics.for_flow(flow).policy
+    if flow.settings.offset_syncs_topic_location == "source":
+        return OffsetSyncsPlace(policy.offset_syncs_topic(flow.target), flow.source, on_source=True)
+    return OffsetSyncsPlace(policy.offset_syncs_topic(flow.source), flow.target, on_source=False)

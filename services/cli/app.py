@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from services.cli import demo, failover, migrate, status, translate
+from services.cli import demo, failover, migrate, status, translate, verify
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.errors import ConfigError
 from shared.observability import configure_logging
@@ -85,5 +85,5 @@ def config_summary(config: MirrorMakerConfig) -> dict[str, Any]:
     }
 
 
-for _commands in (status, translate, failover, migrate, demo):
+for _commands in (status, translate, failover, migrate, demo, verify):
     _commands.register(app)

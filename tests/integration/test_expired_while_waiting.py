@@ -1,5 +1,6 @@
 """Records the source deletes before they were copied are skipped as auto.offset.reset says, and every one of them
-is counted and named (metric, progress report, log line with the range), in both copy paths.
+is counted and named (metric, progress report, log line with the range), in both copy paths, and `strait verify`
+reports the same range as expired before it was copied.
 
 The race is made exact: the remote topic refuses record 10 (too large), so the partition waits there; meanwhile
 the source's records before offset 50 are deleted (DeleteRecords, as retention would). When the refused record
@@ -15,9 +16,11 @@ from confluent_kafka import TopicPartition
 
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
+from shared.verify.findings import OffsetRange
 from tests.support.kafka_io import consume_all, consume_to_end, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import verify
 
 LIMIT = 20_000
 
@@ -45,3 +48,9 @@ def test_records_deleted_on_the_source_while_the_partition_waited_are_counted_as
         assert mirror.stop() == 0
     copied = [record.value for record in consume_to_end(cluster_b.client_properties(), f"A.{topic}")]
     assert copied == values[:10] + values[50:], "0..9 before the wait, then everything the source still held"
+    # The verifier tells the same story from the clusters alone: 10..49 left the source before they were copied,
+    # the target's 0..9 have no source left to compare with, and 50..99 are on the target unchanged.
+    found = verify(config, "A->B", topic).findings[0]
+    assert found.expired == [OffsetRange(10, 49, 40)]
+    assert (found.verified, found.source_gone, found.missing_records, found.altered_records) == (50, 10, 0, 0)
+    assert (found.unexpected, found.not_yet_copied) == (0, 0)

@@ -1,0 +1,1 @@
+"""Record-by-record proof that a flow lost nothing: each source partition against its remote copy."""

@@ -1,0 +1,277 @@
+"""Line a source partition up with its remote copy, record by record, in one pass over each and bounded memory.
+
+A remote partition is the source partition's records in order, with what a replicator may add or leave out:
+a stretch not copied (retention took it first, or it was lost), a stretch copied twice (an at-least-once replay
+after a restart), a record changed, a record that is not from the source at all. Both sides are read in order as
+(offset, digest) entries; a target entry equal to the next source entry is verified. Otherwise the source is read
+ahead, up to `window` entries (further when the offset syncs say the copy of this target record lies further), to
+find it: the source entries passed over are missing, or, paired in order with the unmatched target entries between
+the same two verified ones, altered. A target entry equal to a recently verified one is a duplicate.
+
+Where a target record's source record should lie is predicted from the offset syncs (`locate`): before the
+verified range it is outside the check, below the source's log start its source has gone (and a jump in the
+predicted offsets there is a range that expired before it was copied).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from shared.verify.findings import EXAMPLES_KEPT, AlteredRecord, RangeList
+
+WINDOW_DEFAULT = 200_000
+
+
+Anchor = tuple[int, int]  # an offset sync: (upstream offset, downstream offset)
+Locate = Callable[[int], Anchor | None]  # target offset -> the sync that places it, if any
+
+
+class Entry(NamedTuple):
+    """One record as the comparison sees it: its offset and a digest of key, value, headers and timestamp."""
+
+    offset: int
+    digest: int
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Where the check starts and ends on the source, and what the mirror has copied."""
+
+    log_start: int  # the source partition's first offset still held
+    source_from: int  # the first source offset verified (>= log_start)
+    source_to: int  # the end of the verified source range (exclusive)
+    copied_to: int | None  # the mirror's next source offset, when known: after it, nothing is owed yet
+
+
+@dataclass
+class Alignment:
+    """What one pass found; `PartitionFindings` is built from it."""
+
+    verified: int
+    missing: RangeList
+    altered: list[AlteredRecord]
+    altered_records: int
+    duplicates: int
+    duplicate_offsets: list[int]
+    unexpected: int
+    unexpected_offsets: list[int]
+    expired: RangeList
+    source_gone: int
+    not_yet_copied: int
+
+
+class _Aligner:
+    def __init__(self, source: Iterator[Entry], frame: Frame, locate: Locate, window: int):
+        self._source = source
+        self._frame = frame
+        self._locate = locate
+        self._window = window
+        self._exhausted = False
+        self._last_read = frame.source_from - 1  # the offset of the last source entry read
+        self._ahead: deque[Entry] = deque()  # source entries read, not yet matched or passed over
+        self._ahead_index: dict[int, int] = {}  # digest -> how many entries of `_ahead` carry it
+        self._recent: deque[Entry] = deque()  # verified source entries, newest last, at most `window`
+        self._recent_index: dict[int, int] = {}  # digest -> source offset of its newest verified copy
+        self._pending: list[int] = []  # target offsets since the last verified entry that matched nothing
+        self._passed: list[int] = []  # source offsets passed over since then, kept to pair with `_pending`
+        self._previous_missing = False  # the last source entry left behind was missing (ranges merge)
+        self._gone_next: int | None = None  # the source offset the next gone target record should hold
+        self._gone_anchor: Anchor | None = None  # the sync the last gone target record was placed by
+        self.result = Alignment(0, RangeList(), [], 0, 0, [], 0, [], RangeList(), 0, 0)
+
+    # ---- source side ----
+    def _read(self) -> Entry | None:
+        if self._exhausted:
+            return None
+        entry = next(self._source, None)
+        if entry is None:
+            self._exhausted = True
+            return None
+        self._last_read = entry.offset
+        return entry
+
+    def _read_ahead(self) -> bool:
+        entry = self._read()
+        if entry is None:
+            return False
+        self._ahead.append(entry)
+        self._ahead_index[entry.digest] = self._ahead_index.get(entry.digest, 0) + 1
+        return True
+
+    def _pop_ahead(self) -> Entry:
+        entry = self._ahead.popleft()
+        left = self._ahead_index[entry.digest] - 1
+        if left:
+            self._ahead_index[entry.digest] = left
+        else:
+            del self._ahead_index[entry.digest]
+        return entry
+
+    def _pass_over(self, entry: Entry) -> None:
+        """A source entry the target skipped: altered if an unmatched target record waits for it, else missing."""
+        if len(self._passed) < len(self._pending):
+            self._passed.append(entry.offset)
+            return
+        self._missing(entry.offset)
+
+    def _missing(self, offset: int) -> None:
+        self.result.missing.add(offset, adjacent=self._previous_missing)
+        self._previous_missing = True
+
+    # ---- verified ----
+    def _verified(self, entry: Entry) -> None:
+        if self._gone_next is not None:
+            self._close_gone()
+        self._settle_pending()
+        self._previous_missing = False
+        self.result.verified += 1
+        self._recent.append(entry)
+        self._recent_index[entry.digest] = entry.offset
+        if len(self._recent) > self._window:
+            old = self._recent.popleft()
+            if self._recent_index.get(old.digest) == old.offset:
+                del self._recent_index[old.digest]
+
+    def _settle_pending(self) -> None:
+        """Pair the unmatched target records since the last verified one with the source records passed over."""
+        pairs = min(len(self._pending), len(self._passed))
+        for target_offset, source_offset in zip(self._pending[:pairs], self._passed[:pairs], strict=True):
+            self.result.altered_records += 1
+            if len(self.result.altered) < EXAMPLES_KEPT:
+                self.result.altered.append(AlteredRecord(source_offset, target_offset))
+        for target_offset in self._pending[pairs:]:
+            self._unexpected(target_offset)
+        for source_offset in self._passed[pairs:]:
+            self._missing(source_offset)
+        self._pending.clear()
+        self._passed.clear()
+
+    def _unexpected(self, target_offset: int) -> None:
+        self.result.unexpected += 1
+        if len(self.result.unexpected_offsets) < EXAMPLES_KEPT:
+            self.result.unexpected_offsets.append(target_offset)
+
+    # ---- target side ----
+    def target(self, entry: Entry) -> None:
+        """Place one target entry."""
+        if self._ahead:
+            if self._ahead[0].digest == entry.digest:
+                self._verified(self._pop_ahead())
+                return
+        elif not self._pending:  # the common case: the next source entry, with nothing held
+            head = self._read()
+            if head is not None and head.digest == entry.digest:
+                self._verified(head)
+                return
+            if head is not None:
+                self._ahead.append(head)
+                self._ahead_index[head.digest] = 1
+        if entry.digest in self._ahead_index:
+            self._verify_ahead(entry.digest)
+            return
+        if entry.digest in self._recent_index:
+            self.result.duplicates += 1
+            if len(self.result.duplicate_offsets) < EXAMPLES_KEPT:
+                self.result.duplicate_offsets.append(entry.offset)
+            return
+        anchor = self._locate(entry.offset)
+        predicted = None if anchor is None else anchor[0] + entry.offset - anchor[1]
+        if predicted is not None and predicted < self._frame.source_from:
+            self._before_range(anchor, predicted)  # type: ignore[arg-type]
+            return
+        self._close_gone()
+        if predicted is not None and predicted >= self._frame.source_to:
+            return  # copied after the range verified
+        if self._search(entry.digest, predicted):
+            self._verify_ahead(entry.digest)
+            return
+        if predicted is None and self.result.verified == 0 and self._frame.log_start > 0:
+            self.result.source_gone += 1  # nothing verified yet and no sync: its source may have left the source
+            return
+        self._pending.append(entry.offset)
+
+    def _search(self, digest: int, predicted: int | None) -> bool:
+        """Read ahead for `digest`: up to the window, and on to where the syncs say its copy lies."""
+        while digest not in self._ahead_index:
+            full = len(self._ahead) >= self._window
+            if full and (predicted is None or self._last_read >= predicted):
+                return False
+            if full:
+                self._pass_over(self._pop_ahead())
+            if not self._read_ahead():
+                return False
+        return True
+
+    def _verify_ahead(self, digest: int) -> None:
+        while self._ahead[0].digest != digest:
+            self._pass_over(self._pop_ahead())
+        self._verified(self._pop_ahead())
+
+    def _before_range(self, anchor: Anchor, predicted: int) -> None:
+        """A target record copied from before the verified range: gone from the source, or simply not asked for."""
+        if predicted >= self._frame.log_start:
+            return
+        self.result.source_gone += 1
+        # Records placed by one sync are one-to-one copies, so each holds the offset after the previous one's;
+        # a new sync places its first record afresh, and the offsets it jumps over expired before being copied.
+        expected = self._gone_next
+        if anchor != self._gone_anchor or expected is None:
+            if expected is not None and predicted > expected:
+                self._expired(expected, predicted)
+            expected = predicted
+        self._gone_anchor = anchor
+        self._gone_next = expected + 1
+
+    def _close_gone(self) -> None:
+        """After the last gone record, the offsets up to the source's log start were never copied: expired."""
+        if self._gone_next is not None:
+            self._expired(self._gone_next, self._frame.log_start)
+            self._gone_next = None
+
+    def _expired(self, first: int, end: int) -> None:
+        last = min(end, self._frame.log_start) - 1
+        if last >= first:
+            self.result.expired.add_span(first, last, last - first + 1)
+
+    # ---- the end ----
+    def finish(self) -> Alignment:
+        """Settle what is left: unmatched target records against the source's tail, then the tail itself."""
+        self._close_gone()
+        tail: list[Entry] = list(self._ahead)
+        self._ahead.clear()
+        copied_to = self._frame.copied_to
+        for entry in self._iterate_rest(tail):
+            owed = copied_to is not None and entry.offset < copied_to
+            if len(self._passed) < len(self._pending):
+                self._passed.append(entry.offset)
+            elif owed:
+                self._missing(entry.offset)
+            else:
+                self.result.not_yet_copied += 1
+        self._settle_pending()
+        return self.result
+
+    def _iterate_rest(self, tail: list[Entry]) -> Iterable[Entry]:
+        yield from tail
+        while (entry := self._read()) is not None:
+            yield entry
+
+
+def align(
+    source: Iterable[Entry],
+    target: Iterable[Entry],
+    frame: Frame,
+    *,
+    locate: Locate = lambda _offset: None,
+    window: int = WINDOW_DEFAULT,
+) -> Alignment:
+    """Compare `source` (entries from `frame.source_from` to `frame.source_to`) with `target`, both in order."""
+    aligner = _Aligner(iter(source), frame, locate, window)
+    for entry in target:
+        aligner.target(entry)
+    return aligner.finish()

@@ -1,0 +1,232 @@
+"""Verify a flow: every chosen source partition against its remote partition, with the flow's syncs and progress.
+
+Reads the offset syncs (to place target records whose source has gone, and to start a range in the middle) and
+data-mirror's progress (how far the mirror has copied: before it a record is owed, after it not yet) once, then
+each partition's two sides in one pass. Works the same on MirrorMaker 2's flows, which keep no progress: there a
+tail the target lacks is reported as not yet copied.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.config import FlowConfig
+from shared.control.topic_names import progress_topic
+from shared.errors import ConfigError
+from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.kafka.end_offsets import committed_watermarks
+from shared.kafka.partition_reader import read_to_end
+from shared.progress_store import load_progress
+from shared.verify.align import WINDOW_DEFAULT, Frame, align
+from shared.verify.findings import PartitionFindings, VerifyTotals
+from shared.verify.reading import PartitionEntries
+from shared.verify.sync_index import SyncIndex
+
+VERIFY_READER_GROUP = "strait-verify"
+
+
+@dataclass(frozen=True)
+class VerifyScope:
+    """What to verify: topics (a regex over source topic names; empty: every topic the flow replicates) and a range
+    of source offsets or record times (each end optional)."""
+
+    topics: str = ""
+    from_offset: int | None = None
+    to_offset: int | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    window: int = WINDOW_DEFAULT
+    timeout_s: float = 60.0
+
+    def topic_pattern(self) -> re.Pattern[str] | None:
+        """The compiled `topics` regex; ConfigError naming it when it does not compile."""
+        if not self.topics:
+            return None
+        try:
+            return re.compile(self.topics)
+        except re.error as exc:
+            raise ConfigError(f"--topics is not a regular expression: {exc}", key="topics", value=self.topics) from exc
+
+
+@dataclass(frozen=True)
+class FlowVerification:
+    """Every partition's findings for one flow, their totals, and what limited the check."""
+
+    flow: str
+    findings: list[PartitionFindings]
+    totals: VerifyTotals
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """Plain data."""
+        return {
+            "flow": self.flow,
+            "totals": self.totals.as_json(),
+            "notes": self.notes,
+            "partitions": [finding.as_json() for finding in self.findings],
+        }
+
+
+Progress = Callable[[str], None]
+
+
+def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress | None = None) -> FlowVerification:
+    """Compare what `scope` selects of `flow`; raises KafkaOperationError when a cluster cannot be read."""
+    pattern = scope.topic_pattern()
+    started, cpu_started = time.monotonic(), time.process_time()
+    source = PartitionEntries(flow.source_consumer_props(), timeout_s=scope.timeout_s)
+    target = PartitionEntries(flow.target_consumer_props(), timeout_s=scope.timeout_s)
+    notes: list[str] = []
+    try:
+        topics = FlowTopics.for_flow(flow)
+        chosen = [
+            topic
+            for topic in source.topics()
+            if topics.should_replicate(topic) and (pattern is None or pattern.fullmatch(topic))
+        ]
+        if not chosen:
+            notes.append("no source topic matched: nothing verified")
+        syncs = _sync_index(flow, source, target, scope.timeout_s, notes)
+        positions = _positions(flow, target, scope.timeout_s, notes)
+        wanted = [(topic, partition) for topic in chosen for partition in source.partitions(topic) or []]
+        remotes = {topic: topics.remote_topic(topic) for topic in chosen}
+        remote_partitions = {topic: target.partitions(remotes[topic]) or [] for topic in chosen}
+        # Progress first, then the source's ends, then the target's: the target may hold more than the progress
+        # says, never less, so no record the mirror has copied is taken for missing.
+        source_marks = committed_watermarks(flow.source_admin_props(), wanted, timeout_s=scope.timeout_s)
+        on_target = [
+            (remotes[topic], partition) for topic, partition in wanted if partition in remote_partitions[topic]
+        ]
+        target_marks = committed_watermarks(flow.target_admin_props(), on_target, timeout_s=scope.timeout_s)
+        findings: list[PartitionFindings] = []
+        for topic, partition in wanted:
+            if on_partition is not None:
+                on_partition(f"{topic}-{partition}")
+            check = _PartitionCheck(topic, partition, remotes[topic], source_marks[(topic, partition)])
+            findings.append(
+                check.run(source, target, scope, target_marks.get((check.remote, partition)), syncs, positions)
+            )
+        totals = VerifyTotals.of(
+            findings,
+            records_read=source.counter.records + target.counter.records,
+            cpu_s=time.process_time() - cpu_started,
+            wall_s=time.monotonic() - started,
+        )
+        return FlowVerification(flow.name, findings, totals, notes)
+    finally:
+        source.close()
+        target.close()
+
+
+def _sync_index(
+    flow: FlowConfig, source: PartitionEntries, target: PartitionEntries, timeout_s: float, notes: list[str]
+) -> SyncIndex:
+    place = offset_syncs_place(flow)
+    reader = source if place.on_source else target
+    props = flow.source_consumer_props() if place.on_source else flow.target_consumer_props()
+    if reader.partitions(place.topic) is None:
+        notes.append(f"no offset syncs ({place.topic} on {place.cluster}): records whose source is gone are not placed")
+        return SyncIndex()
+    index = SyncIndex.of(read_to_end(props, place.topic, group_id=VERIFY_READER_GROUP, timeout_s=timeout_s))
+    if index.skipped:
+        notes.append(f"{index.skipped} records of {place.topic} are not offset syncs and were left out")
+    return index
+
+
+def _positions(
+    flow: FlowConfig, target: PartitionEntries, timeout_s: float, notes: list[str]
+) -> dict[tuple[str, int], int]:
+    topic = progress_topic(flow.source)
+    if target.partitions(topic) is None:
+        notes.append(f"no data-mirror progress ({topic}): a tail the target lacks counts as not yet copied")
+        return {}
+    progress = load_progress(flow.target_consumer_props(), topic, flow.name, timeout_s=timeout_s)
+    return {key: value.next_offset for key, value in progress.items()}
+
+
+@dataclass(frozen=True)
+class _PartitionCheck:
+    topic: str
+    partition: int
+    remote: str
+    source_marks: tuple[int, int]
+
+    def run(
+        self,
+        source: PartitionEntries,
+        target: PartitionEntries,
+        scope: VerifyScope,
+        target_marks: tuple[int, int] | None,
+        syncs: SyncIndex,
+        positions: dict[tuple[str, int], int],
+    ) -> PartitionFindings:
+        topic, partition, remote = self.topic, self.partition, self.remote
+        low, high = self.source_marks
+        start, end = _source_range(source, scope, topic, partition, low, high)
+        copied_to = positions.get((topic, partition))
+        if target_marks is None:
+            return PartitionFindings(
+                topic, partition, remote, start, end, 0, 0,
+                copied_to=copied_to,
+                not_verified=f"{remote} has no partition {partition} on the target",
+                not_yet_copied=max(0, end - start),
+            )  # fmt: skip
+        bytes_before = source.counter.bytes + target.counter.bytes
+        target_low, target_high = target_marks
+        locate = syncs.locator(topic, partition)
+        target_start = target_low
+        if start > low and (down := locate.downstream_before(start)) is not None:
+            target_start = max(target_low, down)
+        frame = Frame(log_start=low, source_from=start, source_to=end, copied_to=copied_to)
+        result = align(
+            source.entries(topic, partition, start, end),
+            target.entries(remote, partition, target_start, target_high),
+            frame,
+            locate=locate,
+            window=scope.window,
+        )
+        return PartitionFindings(
+            topic,
+            partition,
+            remote,
+            start,
+            end,
+            target_start,
+            target_high,
+            verified=result.verified,
+            missing=result.missing.finish(),
+            missing_records=result.missing.records,
+            altered=result.altered,
+            altered_records=result.altered_records,
+            duplicates=result.duplicates,
+            duplicate_offsets=result.duplicate_offsets,
+            unexpected=result.unexpected,
+            unexpected_offsets=result.unexpected_offsets,
+            expired=result.expired.finish(),
+            expired_records=result.expired.records,
+            source_gone=result.source_gone,
+            not_yet_copied=result.not_yet_copied,
+            copied_to=copied_to,
+            bytes_read=source.counter.bytes + target.counter.bytes - bytes_before,
+        )
+
+
+def _source_range(
+    source: PartitionEntries, scope: VerifyScope, topic: str, partition: int, low: int, high: int
+) -> tuple[int, int]:
+    start, end = low, high
+    if scope.from_offset is not None:
+        start = max(start, scope.from_offset)
+    if scope.to_offset is not None:
+        end = min(end, scope.to_offset)
+    if scope.since_ms is not None:
+        found = source.offset_at(topic, partition, scope.since_ms)
+        start = max(start, high if found is None else found)
+    if scope.until_ms is not None:
+        found = source.offset_at(topic, partition, scope.until_ms)
+        end = min(end, high if found is None else found)
+    return start, max(start, end)

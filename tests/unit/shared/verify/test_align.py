@@ -1,0 +1,103 @@
+"""The record-by-record alignment of a source partition with its remote copy: each finding counted and placed."""
+
+from __future__ import annotations
+
+from shared.verify.align import Anchor, Entry, Frame, align
+from shared.verify.findings import AlteredRecord, OffsetRange
+
+
+def source(first: int, end: int) -> list[Entry]:
+    """Source records first..end-1, each with its own digest (the offset's)."""
+    return [Entry(offset, 1000 + offset) for offset in range(first, end)]
+
+
+def copied(records: list[Entry], first_target_offset: int = 0) -> list[Entry]:
+    """`records` as a replica holds them, from `first_target_offset` on."""
+    return [Entry(first_target_offset + i, entry.digest) for i, entry in enumerate(records)]
+
+
+def frame(log_start: int = 0, end: int = 100, copied_to: int | None = 100) -> Frame:
+    return Frame(log_start=log_start, source_from=log_start, source_to=end, copied_to=copied_to)
+
+
+def test_a_clean_copy_verifies_every_record() -> None:
+    result = align(source(0, 100), copied(source(0, 100)), frame())
+    assert (result.verified, result.missing.records, result.altered_records, result.duplicates) == (100, 0, 0, 0)
+    assert (result.unexpected, result.not_yet_copied, result.source_gone) == (0, 0, 0)
+
+
+def test_records_deleted_from_the_start_of_the_target_are_missing_with_their_offsets() -> None:
+    result = align(source(0, 100), copied(source(0, 100))[10:], frame())
+    assert result.verified == 90
+    assert result.missing.finish() == [OffsetRange(0, 9, 10)]
+
+
+def test_a_hole_in_the_middle_is_one_missing_range() -> None:
+    records = source(0, 100)
+    result = align(records, copied(records[:30] + records[40:]), frame())
+    assert result.verified == 90
+    assert result.missing.finish() == [OffsetRange(30, 39, 10)]
+
+
+def test_a_changed_record_is_altered_and_named_by_both_offsets() -> None:
+    target = copied(source(0, 100))
+    target[50] = Entry(50, 7)
+    result = align(source(0, 100), target, frame())
+    assert (result.verified, result.altered_records, result.missing.records) == (99, 1, 0)
+    assert result.altered == [AlteredRecord(50, 50)]
+
+
+def test_a_changed_last_record_is_altered_once_the_mirror_is_past_it() -> None:
+    target = copied(source(0, 100))
+    target[99] = Entry(99, 7)
+    result = align(source(0, 100), target, frame())
+    assert result.altered == [AlteredRecord(99, 99)]
+    assert result.missing.records == 0
+
+
+def test_a_replay_counts_duplicates_and_loses_nothing() -> None:
+    records = source(0, 100)
+    result = align(records, copied(records[:60] + records[40:]), frame())
+    assert (result.verified, result.duplicates, result.missing.records, result.unexpected) == (100, 20, 0, 0)
+
+
+def test_a_record_from_nowhere_is_unexpected() -> None:
+    records = copied(source(0, 100))
+    target = copied([*records[:20], Entry(0, 5), *records[20:]])
+    result = align(source(0, 100), target, frame())
+    assert (result.verified, result.unexpected, result.missing.records, result.altered_records) == (100, 1, 0, 0)
+
+
+def test_the_tail_beyond_the_mirrors_position_is_not_yet_copied_and_before_it_missing() -> None:
+    records = source(0, 100)
+    waiting = align(records, copied(records[:80]), frame(copied_to=80))
+    assert (waiting.not_yet_copied, waiting.missing.records) == (20, 0)
+    short = align(records, copied(records[:80]), frame(copied_to=90))
+    assert (short.not_yet_copied, short.missing.finish()) == (10, [OffsetRange(80, 89, 10)])
+    unknown = align(records, copied(records[:80]), frame(copied_to=None))
+    assert (unknown.not_yet_copied, unknown.missing.records) == (20, 0)
+
+
+def test_a_range_that_expired_before_it_was_copied_is_placed_by_the_offset_syncs() -> None:
+    """0..9 copied, 10..49 deleted on the source before the mirror got there, 50..99 copied after: the source now
+    starts at 50, the target holds 0..9 (their sources gone) then 50..99."""
+    syncs: dict[int, Anchor] = {0: (0, 0), 10: (50, 10)}
+
+    def locate(target_offset: int) -> Anchor | None:
+        return syncs[max(d for d in syncs if d <= target_offset)]
+
+    gone = [Entry(offset, 1000 + offset) for offset in range(10)]
+    result = align(source(50, 100), copied(gone + source(50, 100)), frame(log_start=50), locate=locate)
+    assert (result.verified, result.source_gone, result.missing.records) == (50, 10, 0)
+    assert result.expired.finish() == [OffsetRange(10, 49, 40)]
+
+
+def test_a_target_emptied_far_beyond_the_window_is_found_through_the_syncs() -> None:
+    records = source(0, 1000)
+
+    def locate(_target_offset: int) -> Anchor:
+        return (0, 0)
+
+    result = align(records, copied(records, 0)[900:], frame(end=1000, copied_to=1000), locate=locate, window=10)
+    assert result.verified == 100
+    assert result.missing.finish() == [OffsetRange(0, 899, 900)]
