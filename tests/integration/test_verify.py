@@ -17,6 +17,7 @@ from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 
 BASE_TS = 1_700_000_000_000
+Written = tuple[bytes, bytes, list[tuple[str, str | bytes]]]  # key, value, headers
 
 
 def verify_json(config: Path, topics: str) -> tuple[int, dict[str, Any]]:
@@ -68,7 +69,7 @@ def test_a_clean_copy_verifies_and_records_deleted_from_the_target_are_named_mis
     assert "missing at 0-24" in table.stdout, table.stdout
 
 
-def _write(props: dict[str, str], topic: str, records: list[tuple[bytes, bytes, list[tuple[str, bytes]]]]) -> None:
+def _write(props: dict[str, str], topic: str, records: list[Written]) -> None:
     producer = confluent_producer(props, **{"enable.idempotence": True})
     for i, (key, value, headers) in enumerate(records):
         producer.produce(topic, value, key, partition=0, headers=headers, timestamp=BASE_TS + i)
@@ -83,7 +84,7 @@ def test_records_altered_on_the_target_are_named_by_source_and_target_offset(
     a, b = cluster_a.client_properties(), cluster_b.client_properties()
     make_topic(a, topic)
     make_topic(b, f"A.{topic}")
-    records = [(f"k{i}".encode(), f"v{i}".encode(), [("h", b"1")]) for i in range(40)]
+    records: list[Written] = [(f"k{i}".encode(), f"v{i}".encode(), [("h", b"1")]) for i in range(40)]
     _write(a, topic, records)
     replica = list(records)
     replica[17] = (b"k17", b"changed", [("h", b"1")])
