@@ -66,11 +66,21 @@ class Alignment:
 
 
 class _Aligner:
-    def __init__(self, source: Iterator[Entry], frame: Frame, locate: Locate, window: int):
+    def __init__(
+        self,
+        source: Iterator[Entry],
+        frame: Frame,
+        locate: Locate,
+        window: int,
+        recent: Iterable[Entry] = (),
+        *,
+        bounded: bool = False,
+    ) -> None:
         self._source = source
         self._frame = frame
         self._locate = locate
         self._window = window
+        self._bounded = bounded  # one range of a longer watch: a target record copied after the range ends it
         self._exhausted = False
         self._last_read = frame.source_from - 1  # the offset of the last source entry read
         self._ahead: deque[Entry] = deque()  # source entries read, not yet matched or passed over
@@ -83,6 +93,8 @@ class _Aligner:
         self._gone_next: int | None = None  # the source offset the next gone target record should hold
         self._gone_anchor: Anchor | None = None  # the sync the last gone target record was placed by
         self.result = Alignment(0, RangeList(), [], 0, 0, [], 0, [], RangeList(), 0, 0)
+        for entry in recent:
+            self._remember(entry)
 
     # ---- source side ----
     def _read(self) -> Entry | None:
@@ -130,12 +142,26 @@ class _Aligner:
         self._settle_pending()
         self._previous_missing = False
         self.result.verified += 1
+        self._remember(entry)
+
+    def _remember(self, entry: Entry) -> None:
         self._recent.append(entry)
         self._recent_index[entry.digest] = entry.offset
         if len(self._recent) > self._window:
             old = self._recent.popleft()
             if self._recent_index.get(old.digest) == old.offset:
                 del self._recent_index[old.digest]
+
+    @property
+    def recent(self) -> deque[Entry]:
+        """The newest verified source entries (a replay of them later is a duplicate)."""
+        return self._recent
+
+    def done(self) -> bool:
+        """Every source entry is placed and no target record waits: what follows on the target is a later copy."""
+        if self._ahead or self._pending:
+            return False
+        return not self._read_ahead()
 
     def _settle_pending(self) -> None:
         """Pair the unmatched target records since the last verified one with the source records passed over."""
@@ -157,43 +183,46 @@ class _Aligner:
             self.result.unexpected_offsets.append(target_offset)
 
     # ---- target side ----
-    def target(self, entry: Entry) -> None:
-        """Place one target entry."""
+    def target(self, entry: Entry) -> bool:
+        """Place one target entry; False (bounded only) when it was copied after the range: it is left unplaced."""
         if self._ahead:
             if self._ahead[0].digest == entry.digest:
                 self._verified(self._pop_ahead())
-                return
+                return True
         elif not self._pending:  # the common case: the next source entry, with nothing held
             head = self._read()
             if head is not None and head.digest == entry.digest:
                 self._verified(head)
-                return
+                return True
             if head is not None:
                 self._ahead.append(head)
                 self._ahead_index[head.digest] = 1
         if entry.digest in self._ahead_index:
             self._verify_ahead(entry.digest)
-            return
+            return True
         if entry.digest in self._recent_index:
             self.result.duplicates += 1
             if len(self.result.duplicate_offsets) < EXAMPLES_KEPT:
                 self.result.duplicate_offsets.append(entry.offset)
-            return
+            return True
         anchor = self._locate(entry.offset)
         predicted = None if anchor is None else anchor[0] + entry.offset - anchor[1]
         if predicted is not None and predicted < self._frame.source_from:
             self._before_range(anchor, predicted)  # type: ignore[arg-type]
-            return
+            return True
         self._close_gone()
         if predicted is not None and predicted >= self._frame.source_to:
-            return  # copied after the range verified
+            return not self._bounded  # copied after the range verified: outside the check, or the next range's
         if self._search(entry.digest, predicted):
             self._verify_ahead(entry.digest)
-            return
-        if predicted is None and self.result.verified == 0 and self._frame.log_start > 0:
+            return True
+        if not self._bounded and predicted is None and self.result.verified == 0 and self._frame.log_start > 0:
             self.result.source_gone += 1  # nothing verified yet and no sync: its source may have left the source
-            return
+            return True
+        if self._bounded and predicted is None and self._exhausted and not self._ahead:
+            return False  # every record of the range is placed and nothing says where this one came from: later
         self._pending.append(entry.offset)
+        return True
 
     def _search(self, digest: int, predicted: int | None) -> bool:
         """Read ahead for `digest`: up to the window, and on to where the syncs say its copy lies."""
@@ -260,6 +289,39 @@ class _Aligner:
         yield from tail
         while (entry := self._read()) is not None:
             yield entry
+
+
+@dataclass
+class RangeAlignment:
+    """One range aligned as part of a longer watch (the audit): what it found and where the next range starts."""
+
+    found: Alignment
+    next_target_offset: int | None  # after the last target record read; None if none was read
+    recent: deque[Entry]
+
+
+def align_range(
+    source: Iterable[Entry],
+    target: Iterable[Entry],
+    frame: Frame,
+    *,
+    locate: Locate,
+    window: int,
+    recent: Iterable[Entry] = (),
+) -> RangeAlignment:
+    """Like `align`, but stop reading the target once every source entry of the range is placed, and carry the
+    recently verified entries over from the previous range (so a replay across the boundary is a duplicate)."""
+    aligner = _Aligner(iter(source), frame, locate, window, recent, bounded=True)
+    next_target: int | None = None
+    if not aligner.done():
+        for entry in target:
+            if not aligner.target(entry):
+                next_target = entry.offset
+                break
+            next_target = entry.offset + 1
+            if aligner.done():
+                break
+    return RangeAlignment(aligner.finish(), next_target, aligner.recent)
 
 
 def align(

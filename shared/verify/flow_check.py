@@ -18,12 +18,12 @@ from shared.config import FlowConfig
 from shared.control.topic_names import progress_topic
 from shared.errors import ConfigError
 from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import read_to_end
 from shared.progress_store import load_progress
 from shared.verify.align import WINDOW_DEFAULT, Frame, align
 from shared.verify.findings import PartitionFindings, VerifyTotals
-from shared.verify.reading import PartitionEntries
 from shared.verify.sync_index import SyncIndex
 
 VERIFY_READER_GROUP = "strait-verify"

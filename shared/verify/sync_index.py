@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from shared.errors import CodecError
 from shared.kafka.follow import FollowedRecord
+from shared.kafka.partition_reader import PartitionReader
 from shared.records.offset_sync import OffsetSync
 from shared.verify.align import Anchor
 
@@ -27,17 +28,28 @@ class SyncIndex:
     def of(cls, records: Iterable[FollowedRecord]) -> SyncIndex:
         """Index the records of an offset-syncs topic, in the order read."""
         index = cls()
+        index.add_records(records)
+        return index
+
+    @classmethod
+    def of_more(cls, index: SyncIndex, reader: PartitionReader) -> SyncIndex:
+        """`index` with what `reader` (following the offset-syncs topic) has read since the last call."""
+        while records := reader.read(max_records=5000):
+            index.add_records(records)
+        return index
+
+    def add_records(self, records: Iterable[FollowedRecord]) -> None:
+        """Add the offset syncs among `records`, in the order read; count the rest as skipped."""
         for record in records:
             if record.key is None or record.value is None:
-                index.skipped += 1
+                self.skipped += 1
                 continue
             try:
                 sync = OffsetSync.decode(record.key, record.value)
             except CodecError:
-                index.skipped += 1
+                self.skipped += 1
                 continue
-            index.add(sync)
-        return index
+            self.add(sync)
 
     def add(self, sync: OffsetSync) -> None:
         """One more sync, newer than every sync added before."""

@@ -19,6 +19,7 @@ from shared.records.offset_sync import SyncSegment
 from tests.support.kafka_io import Rec, consume_all, consume_to_end, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
 
 
@@ -36,6 +37,7 @@ def _mirror_one_topic(
         logged = mirror.wait_for_log(event, 120, topic=topic, **fields)
         target = consume_all(b.client_properties(), f"A.{topic}", expected=len(source), timeout_s=120)
         assert mirror.stop() == 0
+    assert_nothing_lost(tmp_path / "mm2.properties", "A->B", topic, records=len(source), exactly_once=True)
     return logged, target
 
 
@@ -104,6 +106,7 @@ def test_aborted_transactions_never_reach_the_target_and_offsets_translate_exact
         assert _fields(target) == _fields(source)
         assert mirror.stop() == 0
     assert len(consume_to_end(cluster_b.client_properties(), f"A.{topic}")) == len(source), "nothing more arrived"
+    assert_nothing_lost(tmp_path / "mm2.properties", "A->B", topic, records=len(source), exactly_once=True)
     _assert_syncs_exact(cluster_a, topic, source, target)
 
 
@@ -179,3 +182,4 @@ def test_batches_of_every_codec_arrive_identical_as_they_are_or_recompressed_by_
             assert _fields(sorted(target, key=key)) == _fields(sorted(source, key=key))
             _assert_syncs_exact(cluster_a, name, sorted(source, key=key), sorted(target, key=key))
         assert mirror.stop() == 0
+    assert_nothing_lost(tmp_path / "mm2.properties", "A->B", f"codecs2?-{unique}", records=2000, exactly_once=True)

@@ -17,6 +17,7 @@ from shared.records.offset_sync import SyncSegment
 from tests.support.kafka_io import Rec, consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
 
 HEADERS = [("trace", b"\x00\xff\x10"), ("dup", b"1"), ("dup", b"2"), ("empty", None)]
@@ -76,6 +77,7 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
             _assert_identical(source, target)
         code = mirror.stop()
     assert code == 0, mirror.tail()
+    assert_nothing_lost(config, "A->B", f"dm-{unique}-.*", records=200_000, exactly_once=True)
 
     # Read as a translator that starts now does: every sync before it answers (MM2 would keep only the newest).
     store = OffsetSyncStore()
@@ -218,6 +220,7 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
         if killed is not None:
             spark_standalone.restart_worker(killed)
     values = [record.value for record in records]
+    assert_nothing_lost(config, "A->B", topic, records=total, exactly_once=True)
     assert len(set(values)) == total, f"lost {total - len(set(values))} records"
     assert len(values) == total, f"{len(values) - total} records copied twice"
     assert all(record.headers == HEADERS for record in records)

@@ -17,6 +17,7 @@ from shared.localkafka import KafkaCluster
 from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
 
 
@@ -88,6 +89,7 @@ def test_kill_9_mid_stream_loses_nothing(
         records = consume_to_end(target, f"A.{topic}", isolation_level=isolation)
         assert second.stop() == 0
 
+    assert_nothing_lost(config, "A->B", topic, records=total, exactly_once=exactly_once)
     seen: dict[bytes, int] = {}
     for record in records:
         assert record.value is not None

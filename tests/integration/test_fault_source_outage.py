@@ -26,6 +26,7 @@ from tests.support.kafka_io import make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.replica_check import compare_topics
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 
 pytestmark = pytest.mark.slow
 
@@ -209,6 +210,7 @@ def test_source_outage_is_reported_and_every_service_recovers_by_itself(
         print(f"\n{report.line('source outage 60 s')}")
         assert report.lost == 0, f"lost {report.lost}, e.g. {report.lost_examples}"
         assert report.source_records == 400
+        assert_nothing_lost(config, "A->B", topic, records=400)
         exit_codes = {name: p.popen.poll() if p.popen else "never started" for name, p in processes.items()}
         exited = {name: code for name, code in exit_codes.items() if code is not None}
         assert not exited, f"services exited (restarted) during the outage: {exited}"

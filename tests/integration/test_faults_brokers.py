@@ -27,6 +27,7 @@ from tests.support.kafka_io import read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.replica_check import ReplicaReport, compare_topics
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 
 pytestmark = pytest.mark.slow
 
@@ -272,6 +273,7 @@ def test_target_broker_kill_with_exactly_once_loses_nothing_and_repeats_nothing(
     assert report.lost == 0, f"lost {report.lost}, e.g. {report.lost_examples}"
     assert report.duplicates == 0, "exactly-once: a committed record arrived twice"
     assert report.moved == 0
+    assert_nothing_lost(config, "A->B", topic, records=report.source_records, exactly_once=True)
 
 
 @pytest.mark.parametrize("side", ["source", "target"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.verify.align import Anchor, Entry, Frame, align
+from shared.verify.align import Anchor, Entry, Frame, align, align_range
 from shared.verify.findings import AlteredRecord, OffsetRange
 
 
@@ -101,3 +101,53 @@ def test_a_target_emptied_far_beyond_the_window_is_found_through_the_syncs() -> 
     result = align(records, copied(records, 0)[900:], frame(end=1000, copied_to=1000), locate=locate, window=10)
     assert result.verified == 100
     assert result.missing.finish() == [OffsetRange(0, 899, 900)]
+
+
+def test_ranges_aligned_one_after_another_stop_at_their_end_and_carry_replays_over() -> None:
+    """The audit's way: range 0..49, then 50..99, each continuing on the target where the last one stopped. The
+    target replays 45..52 after 52 (an at-least-once restart): duplicates, counted in the second range."""
+    records = source(0, 100)
+    target = copied(records[:53] + records[45:])
+
+    first = align_range(records[:50], target, frame(end=50, copied_to=50), locate=lambda _o: None, window=1000)
+    assert (first.found.verified, first.found.missing.records, first.next_target_offset) == (50, 0, 50)
+
+    later = [entry for entry in target if entry.offset >= (first.next_target_offset or 0)]
+    second_frame = Frame(log_start=0, source_from=50, source_to=100, copied_to=100)
+    second = align_range(records[50:], later, second_frame, locate=lambda _o: None, window=1000, recent=first.recent)
+    found = second.found
+    assert (found.verified, found.duplicates, found.missing.records, found.unexpected) == (50, 8, 0, 0)
+    assert second.next_target_offset == len(target)
+
+
+def test_a_range_whose_copies_the_target_lost_is_missing_and_the_next_range_reads_on() -> None:
+    """10..19 were deleted on the target: the syncs place its next record at 20, after the range, so the range is
+    missing and the next one starts there."""
+    records = source(0, 30)
+    target = copied(records[:10] + records[20:])
+    syncs: dict[int, Anchor] = {0: (0, 0), 10: (20, 10)}
+
+    def locate(target_offset: int) -> Anchor:
+        return syncs[max(d for d in syncs if d <= target_offset)]
+
+    first = align_range(records[:10], target, frame(end=10, copied_to=10), locate=locate, window=100)
+    assert first.next_target_offset == 10
+    lost = align_range(
+        records[10:20],
+        [entry for entry in target if entry.offset >= 10],
+        Frame(log_start=0, source_from=10, source_to=20, copied_to=20),
+        locate=locate,
+        window=100,
+        recent=first.recent,
+    )
+    assert lost.found.missing.finish() == [OffsetRange(10, 19, 10)]
+    assert (lost.found.verified, lost.found.altered_records, lost.next_target_offset) == (0, 0, 10)
+    after = align_range(
+        records[20:],
+        [entry for entry in target if entry.offset >= 10],
+        Frame(log_start=0, source_from=20, source_to=30, copied_to=30),
+        locate=locate,
+        window=100,
+        recent=lost.recent,
+    )
+    assert (after.found.verified, after.found.missing.records, after.next_target_offset) == (10, 0, 20)

@@ -1,4 +1,4 @@
-"""Read one partition as alignment entries: every record in order, digested, with the bytes it carried counted.
+"""Read one partition as alignment entries for the verifier: every record in order, digested, bytes counted.
 
 The digest is Python's own hash of (key, value, timestamp, headers): computed in C, 64 bits, and the same for
 both sides because one process reads both. Reads are read_committed, as a consumer of either cluster sees them:
