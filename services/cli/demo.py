@@ -1,4 +1,4 @@
-"""`strait demo`: two local Kafka clusters, all six services, sample traffic and a live status view.
+"""`strait demo`: two local Kafka clusters, all seven services, sample traffic and a live status view.
 
 The clusters run as broker processes of this process (shared.localkafka, started from the main thread, so
 the kernel stops them if the demo dies); each service is a process of its own reading a copy of the sample

@@ -39,6 +39,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("topic-sync", "topic_sync"),
     ServiceSpec("acl-sync", "acl_sync"),
     ServiceSpec("heartbeat", "heartbeat"),
+    ServiceSpec("audit", "audit"),
     ServiceSpec("checkpoint", "checkpoint"),
     ServiceSpec("offset-translator", "offset_translator", port_flag="--port"),
     ServiceSpec("data-mirror", "data_mirror"),

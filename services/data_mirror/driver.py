@@ -21,7 +21,6 @@ from services.data_mirror.control_link import ControlLink
 from services.data_mirror.flow_runtime import FlowRuntime
 from services.data_mirror.metrics import MirrorMetrics
 from services.data_mirror.plan import PartitionState, assign_slots
-from services.data_mirror.progress_follower import ProgressFollower
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
 from services.data_mirror.spark_session import spark_conf, start_spark, unprotected_settings
@@ -31,6 +30,7 @@ from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ServiceStatus
 from shared.daemon_executor import DaemonThreadExecutor
 from shared.errors import StraitError
+from shared.progress_store import ProgressFollower
 from shared.records.progress import CopyReport, Progress
 
 if TYPE_CHECKING:

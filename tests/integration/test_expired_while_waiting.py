@@ -1,6 +1,7 @@
 """Records the source deletes before they were copied are skipped as auto.offset.reset says, and every one of them
 is counted and named (metric, progress report, log line with the range), in both copy paths, and `strait verify`
-reports the same range as expired before it was copied.
+reports the same range as expired before it was copied; the audit, watching from offset 10, counts the 40 as
+expired before it could read them and verifies the 50 copied after.
 
 The race is made exact: the remote topic refuses record 10 (too large), so the partition waits there; meanwhile
 the source's records before offset 50 are deleted (DeleteRecords, as retention would). When the refused record
@@ -16,11 +17,14 @@ from confluent_kafka import TopicPartition
 
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
+from shared.localkafka.cluster import free_port
 from shared.verify.findings import OffsetRange
 from tests.support.kafka_io import consume_all, consume_to_end, make_topic, produce
+from tests.support.metrics_page import metric
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import verify
+from tests.support.waiting import wait_until
 
 LIMIT = 20_000
 
@@ -37,14 +41,26 @@ def test_records_deleted_on_the_source_while_the_partition_waited_are_counted_as
     flow = {"topics": topic, "strait.copy.batches": copy_batches}
     config = write_mm2_config(tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": flow})
     env = {"STRAIT_COMMIT_INTERVAL_MS": "300", "STRAIT_BLOCKED_RETRY_S": "3"}
-    with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
+    port = free_port()
+    audited = ServiceProcess(
+        "audit", config, tmp_path, "--metrics-port", str(port), env={"STRAIT_AUDIT_INTERVAL_S": "1"}
+    )
+    with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror, audited as audit:
         mirror.wait_for_log("record_refused_partition_stopped", 120, topic=topic, offset=10)
+        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 10, 120, "the audit at 10")
         admin = confluent_admin(cluster_a.client_properties())
         admin.delete_records([TopicPartition(topic, 0, 50)])[TopicPartition(topic, 0, 50)].result(30)
         expired = mirror.wait_for_log("source_records_expired", 120, topic=topic)
         assert (expired["records"], expired["first_offset"], expired["resumed_at"]) == (40, 10, 50)
         consume_all(cluster_b.client_properties(), f"A.{topic}", expected=60, timeout_s=60)
         mirror.wait_for_log("partition_resumed", 30, topic=topic)
+        # The audit, watching since offset 10, finds 10..49 gone before it could read them and 50..99 copied.
+        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 100, 120, "the audit at 100")
+        assert metric(port, "strait_audit_skipped_records_total", flow="A->B", reason="expired") == 40
+        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 50
+        assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
+        assert metric(port, "strait_audit_altered_total", flow="A->B") == 0
+        assert audit.stop() == 0
         assert mirror.stop() == 0
     copied = [record.value for record in consume_to_end(cluster_b.client_properties(), f"A.{topic}")]
     assert copied == values[:10] + values[50:], "0..9 before the wait, then everything the source still held"

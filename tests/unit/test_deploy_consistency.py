@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from services.acl_sync.metrics import AclSyncMetrics
 from services.acl_sync.settings import AclSyncSettings
+from services.audit.settings import AuditSettings
 from services.checkpoint.metrics import CheckpointMetrics
 from services.checkpoint.settings import CheckpointSettings
 from services.data_mirror.metrics import MirrorMetrics
@@ -72,6 +73,7 @@ SERVICES = (
     ServiceDef("acl-sync", "acl_sync", AclSyncSettings),
     ServiceDef("checkpoint", "checkpoint", CheckpointSettings),
     ServiceDef("heartbeat", "heartbeat", HeartbeatSettings),
+    ServiceDef("audit", "audit", AuditSettings),
     ServiceDef("offset-translator", "offset_translator", TranslatorSettings, "port", "--port"),
 )
 BY_NAME = {service.name: service for service in SERVICES}

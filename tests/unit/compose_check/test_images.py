@@ -33,7 +33,7 @@ def test_compose_runs_kafka_prometheus_and_grafana_images_and_builds_the_strait_
                                                        "grafana/grafana:11.3.0"}  # fmt: skip
     assert built_images(compose) == sorted(
         f"strait/{name}:local"
-        for name in ("data-mirror", "topic-sync", "acl-sync", "checkpoint", "heartbeat", "offset-translator")
+        for name in ("data-mirror", "topic-sync", "acl-sync", "checkpoint", "heartbeat", "audit", "offset-translator")
     )
 
 

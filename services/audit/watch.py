@@ -1,0 +1,180 @@
+"""One flow's audit state and rounds (blocking; the job runs a round in a worker thread).
+
+Each partition is watched from the mirror's position when the audit first sees it: every later range the mirror
+reports copied (its progress) is read on both clusters and aligned, continuing on the target where the previous
+range ended, so each record is read once. A round reads at most its byte budget; what does not fit waits for the
+next round (the lag metric shows it). With sampling, a range not drawn is skipped and counted, and the target
+position is found again through the offset syncs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+import structlog
+
+from services.audit.findings import AuditTotals
+from shared.config import FlowConfig
+from shared.control.topic_names import progress_topic
+from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.kafka.digest_reader import PartitionEntries
+from shared.kafka.end_offsets import committed_watermarks
+from shared.kafka.partition_reader import PartitionReader
+from shared.progress_store import ProgressFollower, load_progress
+from shared.verify.align import Entry, Frame, align_range
+from shared.verify.sync_index import SyncIndex
+
+AUDIT_READER_GROUP = "strait-audit"
+RECENT_CARRIED = 500  # verified entries kept per partition between rounds: a replay across ranges is a duplicate
+BYTES_PER_RECORD_FIRST_GUESS = 1024
+
+_log = structlog.get_logger("audit")
+
+
+@dataclass
+class _Watched:
+    source_next: int  # the first source offset not yet verified
+    target_next: int | None  # where the copy of `source_next` starts on the target; None: find it through the syncs
+    recent: deque[Entry] = field(default_factory=deque)
+
+
+@dataclass(frozen=True)
+class AuditLimits:
+    """How much one round may do."""
+
+    budget_bytes: int
+    sample_percent: float
+    window: int
+    timeout_s: float
+
+
+class FlowAudit:
+    """The audit of one flow while this instance leads it."""
+
+    def __init__(self, flow: FlowConfig, limits: AuditLimits) -> None:
+        self.flow = flow
+        self.limits = limits
+        self.totals = AuditTotals()
+        self.positions: dict[tuple[str, int], int] = {}  # what the audit has verified up to, per source partition
+        self._topics = FlowTopics.for_flow(flow)
+        self._source = PartitionEntries(flow.source_consumer_props(), timeout_s=limits.timeout_s)
+        self._target = PartitionEntries(flow.target_consumer_props(), timeout_s=limits.timeout_s)
+        progress = progress_topic(flow.source)
+        self._progress_follower = ProgressFollower(flow.target_consumer_props(), progress, flow.name)
+        self._copied = {
+            key: value.next_offset
+            for key, value in load_progress(flow.target_consumer_props(), progress, flow.name).items()
+        }
+        place = offset_syncs_place(flow)
+        props = flow.source_consumer_props() if place.on_source else flow.target_consumer_props()
+        self._syncs_reader = PartitionReader(props, place.topic, group_id=AUDIT_READER_GROUP)
+        self._syncs = SyncIndex()
+        self._watched: dict[tuple[str, int], _Watched] = {}
+        self._bytes_per_record = BYTES_PER_RECORD_FIRST_GUESS
+        self._random = random.Random()
+
+    def close(self) -> None:
+        """Leave every cluster."""
+        for closing in (self._source, self._target, self._progress_follower, self._syncs_reader):
+            closing.close()
+
+    def round(self) -> None:
+        """Verify what the mirror copied since the last round, up to the byte budget."""
+        for key, progress in self._progress_follower.poll():
+            self._copied[key] = progress.next_offset
+        self._syncs = SyncIndex.of_more(self._syncs, self._syncs_reader)
+        due = self._due()
+        if due:
+            self._verify(due)
+        self.totals.lag_records = sum(
+            max(0, self._copied.get(key, 0) - watched.source_next) for key, watched in self._watched.items()
+        )
+
+    def _due(self) -> list[tuple[str, int]]:
+        due: list[tuple[str, int]] = []
+        for key, copied_to in self._copied.items():
+            if not self._topics.should_replicate(key[0]):
+                continue
+            watched = self._watched.get(key)
+            if watched is None:  # from now on: the audit verifies what lands after it started
+                self._watched[key] = _Watched(copied_to, None)
+                self.positions[key] = copied_to
+                continue
+            if copied_to <= watched.source_next:
+                continue
+            if self._random.uniform(0, 100) >= self.limits.sample_percent:
+                self.totals.sampled_out += copied_to - watched.source_next
+                self._skip_to(key, watched, copied_to)
+                continue
+            due.append(key)
+        return due
+
+    def _skip_to(self, key: tuple[str, int], watched: _Watched, offset: int) -> None:
+        watched.source_next, watched.target_next = offset, None
+        watched.recent.clear()
+        self.positions[key] = offset
+
+    def _verify(self, due: list[tuple[str, int]]) -> None:
+        remote = {key: (self._topics.remote_topic(key[0]), key[1]) for key in due}
+        # The progress read first, then the source's marks, then the target's: the target holds at least what the
+        # progress says was copied, so a record it lacks is missing, not late.
+        source_marks = committed_watermarks(self.flow.source_admin_props(), due, timeout_s=self.limits.timeout_s)
+        target_marks = committed_watermarks(
+            self.flow.target_admin_props(), list(remote.values()), timeout_s=self.limits.timeout_s
+        )
+        budget = self.limits.budget_bytes
+        for key in due:
+            if budget <= 0:
+                break
+            watched = self._watched[key]
+            low, _ = source_marks[key]
+            if low > watched.source_next:
+                self.totals.expired += low - watched.source_next
+                self._skip_to(key, watched, low)
+            end = min(self._copied[key], watched.source_next + max(1, budget // self._bytes_per_record))
+            if end <= watched.source_next:
+                continue
+            budget -= self._verify_range(key, watched, low, end, target_marks[remote[key]])
+
+    def _verify_range(
+        self, key: tuple[str, int], watched: _Watched, low: int, end: int, target_marks: tuple[int, int]
+    ) -> int:
+        topic, partition = key
+        remote = self._topics.remote_topic(topic)
+        locate = self._syncs.locator(topic, partition)
+        target_low, target_high = target_marks
+        start = watched.target_next
+        if start is None:
+            start = locate.downstream_before(watched.source_next)
+        start = target_low if start is None else max(start, target_low)
+        read_before = (self._source.counter.bytes + self._target.counter.bytes, self._source.counter.records)
+        frame = Frame(log_start=low, source_from=watched.source_next, source_to=end, copied_to=end)
+        aligned = align_range(
+            self._source.entries(topic, partition, watched.source_next, end),
+            self._target.entries(remote, partition, start, target_high),
+            frame,
+            locate=locate,
+            window=self.limits.window,
+            recent=watched.recent,
+        )
+        self.totals.add(topic, partition, aligned.found)
+        if aligned.found.missing.records or aligned.found.altered_records:
+            _log.error(
+                "audit_found_loss",
+                flow=self.flow.name,
+                topic=topic,
+                partition=partition,
+                losses=self.totals.losses[-3:],
+            )
+        watched.source_next = end
+        watched.target_next = aligned.next_target_offset if aligned.next_target_offset is not None else start
+        watched.recent = deque(list(aligned.recent)[-RECENT_CARRIED:])
+        self.positions[key] = end
+        spent = self._source.counter.bytes + self._target.counter.bytes - read_before[0]
+        records = self._source.counter.records - read_before[1]
+        if records:
+            self._bytes_per_record = max(1, spent // records)
+        self.totals.bytes_read += spent
+        return spent

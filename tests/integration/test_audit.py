@@ -1,0 +1,77 @@
+"""The audit service against real brokers: it verifies each range data-mirror copies as it lands, exports what it
+verified, and reports a range the target lost (here deleted with DeleteRecords before the audit read it) exactly:
+counted in `strait_audit_missing_total`, named in its status, and turned into a degraded state."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+from confluent_kafka import TopicPartition
+
+from shared.control import ServiceStatus, read_statuses
+from shared.kafka.factories import confluent_admin
+from shared.localkafka import KafkaCluster
+from shared.localkafka.cluster import free_port
+from tests.support.kafka_io import consume_all, make_topic, produce
+from tests.support.metrics_page import metric
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+from tests.support.waiting import wait_until
+
+
+def test_the_audit_verifies_new_ranges_and_reports_records_the_target_lost(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    topic, remote = f"audited-{unique}", f"A.audited-{unique}"
+    a, b = cluster_a.client_properties(), cluster_b.client_properties()
+    make_topic(a, topic)
+    make_topic(b, remote)
+    config = write_mm2_config(
+        tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": {"topics": topic}}
+    )
+    port = free_port()
+    env = {"STRAIT_AUDIT_INTERVAL_S": "1", "STRAIT_STATUS_INTERVAL_S": "1"}
+    produce(a, topic, [(None, f"first-{i}".encode()) for i in range(50)], partition=0)
+    with (
+        ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as mirror,
+        ServiceProcess("audit", config, tmp_path, "--metrics-port", str(port), "--flows", "A->B", env=env) as audit,
+    ):
+        consume_all(b, remote, expected=50, timeout_s=120)
+        # The audit watches the partition from the mirror's position when it first sees it...
+        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 50, 120, "audit watching")
+        # ... and verifies each range copied after that.
+        produce(a, topic, [(None, f"second-{i}".encode()) for i in range(100)], partition=0)
+        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 150, 120, "second range")
+        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
+        assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
+
+        # Hold the audit, copy 30 more, delete them on the target before the audit reads them, let it go on.
+        assert audit.popen is not None
+        os.killpg(audit.popen.pid, signal.SIGSTOP)
+        try:
+            produce(a, topic, [(None, f"third-{i}".encode()) for i in range(30)], partition=0)
+            consume_all(b, remote, expected=180, timeout_s=120)
+            time.sleep(1)  # the mirror commits its progress for them (every 300 ms)
+            admin = confluent_admin(b)
+            admin.delete_records([TopicPartition(remote, 0, 180)])[TopicPartition(remote, 0, 180)].result(30)
+        finally:
+            os.killpg(audit.popen.pid, signal.SIGCONT)
+        wait_until(lambda: metric(port, "strait_audit_missing_total", flow="A->B") == 30, 120, "the loss found")
+        assert metric(port, "strait_audit_altered_total", flow="A->B") == 0
+        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
+
+        def audit_status() -> ServiceStatus | None:
+            found = [s for s in read_statuses(b).values() if s.service == "audit" and s.flow == "A->B"]
+            return next((s for s in found if s.state == "degraded"), None)
+
+        wait_until(lambda: audit_status() is not None, 60, "a degraded audit status")
+        status = audit_status()
+        assert status is not None
+        assert re.search(rf"30 records missing .*{re.escape(topic)}-0 missing 150-179 \(30\)", status.last_error or "")
+        assert status.details["audit"]["missing"] == 30
+        assert audit.stop() == 0
+        assert mirror.stop() == 0
