@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from shared.kafka.factories import confluent_consumer
+from shared.verify.findings import PartitionFindings
 from tests.soak.producer import AckLedger, decode_seq
 from tests.support.kafka_io import Rec
 from tests.support.replica_check import ReplicaReport, compare_records
@@ -45,13 +46,24 @@ class ResumeCheck:
 
 @dataclass(frozen=True)
 class TopicComparison:
-    """One topic against its remote copy."""
+    """One topic against its remote copy: the product's verifier (`strait verify`'s engine) is the oracle; the
+    value-based report beside it is a second, independent opinion (values are unique in the soak)."""
 
     topic: str
     remote: str
     report: ReplicaReport
     acked_missing: int  # acknowledged by the source cluster, yet not in the source topic (the brokers lost them)
     resume: dict[int, ResumeCheck] = field(default_factory=dict)
+    verified: list[PartitionFindings] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        """Missing or altered by the verifier, or lost by the value check: either says a record is not there."""
+        return max(sum(f.lost for f in self.verified), self.report.lost)
+
+    def count(self, name: str) -> int:
+        """A verifier count summed over the topic's partitions (verified, missing_records, duplicates, ...)."""
+        return sum(int(getattr(f, name)) for f in self.verified)
 
 
 def end_offset(props: Mapping[str, str], topic: str, partition: int) -> int:

@@ -34,14 +34,21 @@ def render(result: SoakResult) -> str:
         "",
         "## Records",
         "",
+        "Compared by `strait verify`'s engine (record by record: key, value, headers, timestamp, order; missing and "
+        "altered are losses) and, as a second opinion, by value (each value is unique): both must find nothing lost.",
+        "",
     ]
     rows = [
         [
             f"{t.topic} -> {t.remote}",
             str(t.report.source_records),
             str(t.report.target_records),
+            str(t.count("verified")),
+            str(t.count("missing_records")),
+            str(t.count("altered_records")),
+            str(t.count("unexpected")),
+            str(t.count("duplicates")),
             str(t.report.lost),
-            str(t.report.duplicates),
             str(t.report.moved),
             str(t.acked_missing),
         ]
@@ -52,14 +59,30 @@ def render(result: SoakResult) -> str:
             "**total**",
             str(sum(t.report.source_records for t in result.topics)),
             str(sum(t.report.target_records for t in result.topics)),
-            f"**{result.lost}**",
-            str(result.duplicates),
+            str(sum(t.count("verified") for t in result.topics)),
+            f"**{sum(t.count('missing_records') for t in result.topics)}**",
+            f"**{sum(t.count('altered_records') for t in result.topics)}**",
+            str(sum(t.count("unexpected") for t in result.topics)),
+            str(sum(t.count("duplicates") for t in result.topics)),
+            str(sum(t.report.lost for t in result.topics)),
             str(sum(t.report.moved for t in result.topics)),
             str(sum(t.acked_missing for t in result.topics)),
         ]
     )
     lines += _table(
-        ["topic", "source", "target", "lost", "duplicates", "moved", "acked, not in source"],
+        [
+            "topic",
+            "source",
+            "target",
+            "verified",
+            "missing",
+            "altered",
+            "unexpected",
+            "duplicates",
+            "lost (value check)",
+            "moved",
+            "acked, not in source",
+        ],
         rows,
     )
     examples = [e for t in result.topics for e in t.report.lost_examples][:5]

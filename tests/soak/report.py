@@ -46,8 +46,9 @@ class SoakResult:
 
     @property
     def lost(self) -> int:
-        """Records in a source topic that never reached the target."""
-        return sum(t.report.lost for t in self.topics)
+        """Records in a source topic that never reached the target, or arrived altered (the verifier's count; the
+        value check's when it finds more)."""
+        return sum(t.lost for t in self.topics)
 
     @property
     def duplicates(self) -> int:
@@ -91,7 +92,13 @@ class SoakResult:
     def summary(self) -> str:
         """A few lines for the terminal."""
         lines = [f"soak {self.verdict()}"]
-        lines += [t.report.line(t.topic) + f" acked_missing_from_source={t.acked_missing}" for t in self.topics]
+        lines += [
+            t.report.line(t.topic)
+            + f" verified={t.count('verified')} missing={t.count('missing_records')}"
+            + f" altered={t.count('altered_records')}"
+            + f" acked_missing_from_source={t.acked_missing}"
+            for t in self.topics
+        ]
         lines.append(
             f"producer: sent={self.sent} acked={self.acked} failed={self.failed} unacknowledged={self.unacknowledged}"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import signal
@@ -10,11 +11,22 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from shared.config import load_mm2_config
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
+from shared.verify.flow_check import VerifyScope, verify_flow
 from tests.soak import markdown
 from tests.soak.catchup import wait_caught_up
-from tests.soak.clusters import GROUP, create_source_topics, remote_name, start_clusters, topic_names, write_config
+from tests.soak.clusters import (
+    GROUP,
+    SOURCE,
+    TARGET,
+    create_source_topics,
+    remote_name,
+    start_clusters,
+    topic_names,
+    write_config,
+)
 from tests.soak.compare import SoakError, compare_topic
 from tests.soak.consumer import GroupConsumer, committed_offsets
 from tests.soak.events import EventLog
@@ -63,7 +75,7 @@ class Soak:
         self.clusters = [source, target]
         self.events.record("setup", f"clusters A ({source.bootstrap_servers}) and B ({target.bootstrap_servers}) up")
         create_source_topics(source, self.topics, self.options.partitions)
-        config = write_config(self.workdir / "mm2.properties", source, target)
+        config = self.config = write_config(self.workdir / "mm2.properties", source, target)
         log_dir = self.workdir / "logs"
         log_dir.mkdir()
         self.fleet = Fleet(config, log_dir, self.events)
@@ -153,6 +165,8 @@ class Soak:
         result.committed = committed_offsets(source.client_properties(), GROUP, self.topics, self.options.partitions)
         result.points = wait_for_checkpoints(self.fleet.translator_url, GROUP, result.committed, CHECKPOINT_TIMEOUT_S)
         self.events.record("verify", f"translator answers for {len(result.points)} partition(s); comparing records")
+        verification = verify_flow(load_mm2_config(self.config).flow_named(f"{SOURCE}->{TARGET}"), VerifyScope())
+        self.events.record("verify", f"strait verify: {verification.totals.as_json()}")
         for topic, remote in pairs:
             points = {p: point for (t, p), point in result.points.items() if t == topic and (t, p) in result.committed}
             comparison = compare_topic(
@@ -164,6 +178,8 @@ class Soak:
                 self.producer.ledger,
                 points,
             )
+            findings = [f for f in verification.findings if f.topic == topic]
+            comparison = dataclasses.replace(comparison, verified=findings)
             result.topics.append(comparison)
             self.events.record("verify", comparison.report.line(topic))
         result.kills, result.exits = self.fleet.kills, self.fleet.exits
