@@ -17,6 +17,7 @@ from benchmarks.contenders import Mirror, MirrorSetup, open_mirror
 from benchmarks.datasets import PARTITIONS, Dataset
 from benchmarks.lab import EndOffsets, Lab, delete_topics
 from benchmarks.usage import Usage, UsageSampler
+from benchmarks.verify_speed import verify_copy
 
 POLL_S = 0.1
 Attach = Callable[[Mirror], Callable[[], None]]  # called once the tool started; returns what to call at the end
@@ -52,8 +53,17 @@ class CopyResult:
         }
 
 
-def copy_topic(lab: Lab, tool: str, dataset: Dataset, *, timeout_s: float, attach: Attach | None = None) -> CopyResult:
-    """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time."""
+def copy_topic(
+    lab: Lab,
+    tool: str,
+    dataset: Dataset,
+    *,
+    timeout_s: float,
+    attach: Attach | None = None,
+    verify: bool = False,
+) -> CopyResult:
+    """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
+    With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(source_alias, target_alias, topics=dataset.topic, tasks=lab.options.tasks)
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-{dataset.topic}")
@@ -90,6 +100,12 @@ def copy_topic(lab: Lab, tool: str, dataset: Dataset, *, timeout_s: float, attac
             sampler.finish()  # a no-op after the measured finish; stops the sampling thread after an error
         mirror.stop()
         probe.close()
+    if verify:
+        say(f"{tool}: verifying the copy")
+        config = run_dir / "mm2.properties"
+        checked = verify_copy(config, setup.flow, dataset.topic, tool, dataset.label, dataset.records)
+        lab.verifications.append(checked)
+        say(f"{tool}: verified {checked.totals['verified']:,} in {checked.totals['wall_s']:.1f} s")
     delete_topics(lab.target_admin(), [remote])
     assert first is not None
     say(f"{tool}: first record after {first:.1f} s, last after {now:.1f} s")

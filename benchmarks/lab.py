@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 
 from benchmarks.model import BenchOptions
 from benchmarks.usage import Usage
+from benchmarks.verify_speed import Verification
 from shared.kafka.factories import confluent_admin, confluent_consumer
 from shared.kafka.topics import create_topic
 from shared.localkafka import KafkaCluster
@@ -39,6 +40,7 @@ class Lab:
     target: KafkaCluster
     profile_wanted: bool = True  # one extra Strait copy under py-spy, for the notes
     usage: list[Usage] = field(default_factory=list)
+    verifications: list[Verification] = field(default_factory=list)  # of finished throughput copies
     profile: dict[str, Any] | None = None
     _runs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 

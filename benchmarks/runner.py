@@ -12,15 +12,17 @@ import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from benchmarks import discovery, latency, resources, throughput
+from benchmarks import discovery, latency, resources, throughput, verify_speed
 from benchmarks.console import say
 from benchmarks.lab import Lab, open_lab
 from benchmarks.model import BenchOptions, Section
 from benchmarks.report import Outcome
 from benchmarks.usage import Usage
+from benchmarks.verify_speed import Verification
 
 TITLES = {
     "throughput": "1. Throughput",
+    "verify": "1b. Verifying a copy (strait verify)",
     "latency": "2. Latency at 10k records/s",
     "discovery": "3. Discovery of a new topic",
     "failover": "4. Failover precision",
@@ -52,6 +54,8 @@ def parse_only(text: str) -> list[str]:
     chosen = set(wanted or CHOICES)
     if chosen & {"throughput", "latency"}:
         chosen.add("resources")  # measured during those runs, at no extra cost
+    if "throughput" in chosen:
+        chosen.add("verify")  # each throughput copy is verified before its remote topic is deleted
     return [key for key in TITLES if key in chosen]
 
 
@@ -59,6 +63,7 @@ def run_sections(options: BenchOptions, selected: Sequence[str], *, profile: boo
     """Every selected section's outcome, in report order."""
     outcomes: dict[str, Outcome] = {}
     usage: list[Usage] = []
+    verifications: list[Verification] = []
     in_lab = [key for key in selected if key in LAB_SECTIONS]
     if in_lab:
         began = time.monotonic()
@@ -68,9 +73,12 @@ def run_sections(options: BenchOptions, selected: Sequence[str], *, profile: boo
                 for key in in_lab:
                     outcomes[key] = attempt(key, partial(LAB_SECTIONS[key], options, lab))
                 usage = list(lab.usage)
+                verifications = list(lab.verifications)
         except Exception as exc:  # the clusters did not start (or stop): every lab section is unmeasured
             for key in in_lab:
                 outcomes.setdefault(key, _failed(key, time.monotonic() - began, exc))
+    if "verify" in selected:
+        outcomes["verify"] = attempt("verify", partial(verify_speed.run, options, verifications))
     if "resources" in selected:
         if usage:
             outcomes["resources"] = attempt("resources", partial(resources.run, options, usage))

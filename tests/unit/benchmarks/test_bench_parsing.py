@@ -53,10 +53,12 @@ def test_py_spy_stacks_are_grouped_by_innermost_process_and_shares_are_inclusive
 
 
 def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_runs() -> None:
-    assert parse_only("discovery,throughput") == ["throughput", "discovery", "resources"]
+    assert parse_only("discovery,throughput") == ["throughput", "verify", "discovery", "resources"]
+    assert parse_only("latency") == ["latency", "resources"]
     assert parse_only("failover") == ["failover"]
     assert parse_only("") == [
         "throughput",
+        "verify",
         "latency",
         "discovery",
         "failover",
