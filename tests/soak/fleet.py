@@ -19,6 +19,7 @@ PACKAGES = {
     "heartbeat": "heartbeat",
     "checkpoint": "checkpoint",
     "offset-translator": "offset_translator",
+    "audit": "audit",
     "data-mirror": "data_mirror",
 }
 READY_TIMEOUT_S = 300

@@ -97,6 +97,11 @@ def render(result: SoakResult) -> str:
         "comparison counts what the source topic holds.",
         f"Mirror caught up: {'yes' if result.caught_up else 'NO'} ({result.catchup_s:.0f} s after traffic stopped).",
         "",
+        "The audit service ran throughout (killed and restarted with the other services' faults; each instance "
+        "verifies what lands after it starts). Its last instance's status at the end: "
+        + (", ".join(f"{k} {v}" for k, v in result.audit.items() if k != "losses") or "no status")
+        + ".",
+        "",
         "## Failover offsets",
         "",
         f"Group `{GROUP}` consumed {result.consumed} records on {SOURCE}, committing every second, and stopped "

@@ -41,6 +41,7 @@ class SoakResult:
     error_lines: Counter[str] = field(default_factory=Counter)
     stop_codes: dict[str, int | None] = field(default_factory=dict)
     services: list[str] = field(default_factory=list)
+    audit: dict[str, object] = field(default_factory=dict)  # the audit's own counts at the end (its last instance)
     aborted: str | None = None
     log_dir: Path | None = None
 
@@ -74,7 +75,13 @@ class SoakResult:
     def passed(self) -> bool:
         """Run completed, mirror caught up in time, nothing lost, failover offsets safe."""
         done = self.aborted is None and self.topics != [] and self.caught_up
-        return done and self.lost == 0 and not self.resume_problems()
+        return done and self.lost == 0 and not self.audit_losses() and not self.resume_problems()
+
+    def audit_losses(self) -> int:
+        """Records the running audit found missing or altered."""
+        return sum(
+            value for key, value in self.audit.items() if key in ("missing", "altered") and isinstance(value, int)
+        )
 
     def verdict(self) -> str:
         """PASS, or FAIL with the reasons."""
@@ -85,6 +92,8 @@ class SoakResult:
             reasons.append("the mirror did not catch up within the deadline")
         if self.lost:
             reasons.append(f"lost {self.lost} record(s)")
+        if self.audit_losses():
+            reasons.append(f"the audit found {self.audit_losses()} record(s) missing or altered")
         if self.aborted is None:
             reasons += self.resume_problems()
         return "FAIL: " + "; ".join(r for r in reasons if r)

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shared.config import load_mm2_config
+from shared.control import read_statuses
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
 from shared.verify.flow_check import VerifyScope, verify_flow
@@ -182,6 +183,8 @@ class Soak:
             comparison = dataclasses.replace(comparison, verified=findings)
             result.topics.append(comparison)
             self.events.record("verify", comparison.report.line(topic))
+        result.audit = audit_counts(target.client_properties())
+        self.events.record("verify", f"audit (its current instance): {result.audit}")
         result.kills, result.exits = self.fleet.kills, self.fleet.exits
         result.stop_codes = self.fleet.stop_all()
         result.error_lines = self.fleet.error_lines()
@@ -223,3 +226,13 @@ def write_result(result: SoakResult, path: Path) -> None:
     print(result.summary(), flush=True)
     markdown.write(result, path)
     print(f"soak: result written to {path}", flush=True)
+
+
+def audit_counts(props: dict[str, str]) -> dict[str, object]:
+    """What the running audit instance reports in its status (it counts from its own start: a kill resets it)."""
+    statuses = [s for s in read_statuses(props).values() if s.service == "audit" and s.state != "stopped"]
+    newest = max(statuses, key=lambda s: s.ts, default=None)
+    if newest is None:
+        return {}
+    audit = newest.details.get("audit")
+    return {"state": newest.state, **(audit if isinstance(audit, dict) else {})}
