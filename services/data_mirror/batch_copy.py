@@ -85,6 +85,7 @@ class BatchCopyTask(CopyTask):
         self._refreshing: asyncio.Future[None] | None = None
         self._rotation = 0
         self._node_retry_at: dict[int, float] = {}
+        self._fetch_limits: dict[int, int] = {}  # source leader -> the bytes its fetch under way may bring
         self._validations: dict[tuple[str, int], asyncio.Task[tuple[int, int]]] = {}
 
     # -- the record path's hooks -----------------------------------------------------------------------
@@ -134,6 +135,7 @@ class BatchCopyTask(CopyTask):
                 for node, fetch in list(fetches.items()):
                     if fetch.done():
                         del fetches[node]
+                        self._fetch_limits.pop(node, None)
                         self._take_fetch(link, node, fetch)
                 link.producer.pump()
                 now = time.monotonic()
@@ -172,6 +174,11 @@ class BatchCopyTask(CopyTask):
         by_node: dict[int, dict[tuple[str, int], int]] = {}
         unknown = False
         now = time.monotonic()
+        # Bytes held are bounded (the target producer's buffer.memory): queued and in-flight batches plus what
+        # the fetches under way may bring. Out of room, nothing is fetched until the target acknowledges.
+        room = link.producer.room() - sum(self._fetch_limits.get(node, 0) for node in fetches)
+        if room <= 0:
+            return
         # A different partition first each time: only the first partition with data gets a batch larger than
         # max.partition.fetch.bytes whole, so a fixed order could starve a later partition's large batch.
         keys = list(self.parts)
@@ -187,8 +194,10 @@ class BatchCopyTask(CopyTask):
                 unknown = True
             elif node not in fetches and now >= self._node_retry_at.get(node, 0.0):
                 by_node.setdefault(node, {})[key] = self.fetching[key].position
+        share = room // max(len(by_node), 1)  # each source leader's fetch may bring its share of the room
         for node, positions in by_node.items():
-            fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions))
+            self._fetch_limits[node] = share
+            fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions, share))
         if unknown:
             self._refresh(link)
 

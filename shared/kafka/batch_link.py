@@ -60,6 +60,30 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_SERVER_ERROR = -1
 _NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE, UNKNOWN_TOPIC_OR_PARTITION})
 SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer wraps them
+DEFAULT_MAX_REQUEST_BYTES = 1_048_576  # Kafka's producer default `max.request.size`
+DEFAULT_BUFFER_BYTES = 33_554_432  # Kafka's producer default `buffer.memory`
+REQUEST_OVERHEAD_BYTES = 512  # a Produce request's header and per-topic, per-partition framing, generously
+
+
+def split_requests(
+    batches: Mapping[PartitionKey, OutgoingBatch], max_request_bytes: int
+) -> list[dict[PartitionKey, OutgoingBatch]]:
+    """The batches for one leader as Produce requests of at most `max_request_bytes` each (a batch larger than
+    that alone goes in a request of its own): a request bigger than the broker's `socket.request.max.bytes` makes
+    it close the connection, and the same request would be built again after every reconnect."""
+    requests: list[dict[PartitionKey, OutgoingBatch]] = []
+    current: dict[PartitionKey, OutgoingBatch] = {}
+    size = REQUEST_OVERHEAD_BYTES
+    for key, batch in batches.items():
+        added = len(batch.payload) + REQUEST_OVERHEAD_BYTES // 4 + len(key[0])
+        if current and size + added > max_request_bytes:
+            requests.append(current)
+            current, size = {}, REQUEST_OVERHEAD_BYTES
+        current[key] = batch
+        size += added
+    if current:
+        requests.append(current)
+    return requests
 
 
 def error_name(code: int) -> str:
@@ -161,10 +185,16 @@ class BatchFetcher:
             ) from exc
         return epoch_end_answers(response).get(key, (UNKNOWN_TOPIC_OR_PARTITION, -1))
 
-    async def fetch(self, node: int, positions: Mapping[PartitionKey, int]) -> dict[PartitionKey, PartitionFetch]:
-        """One Fetch from `node` for `positions`; waits up to max_wait_ms when nothing is there yet."""
-        partitions = {key: (offset, self.epoch(key), self._partition_max_bytes) for key, offset in positions.items()}
-        request = EpochFetchRequest(self._max_wait_ms, self._max_bytes, self._isolation, partitions)
+    async def fetch(
+        self, node: int, positions: Mapping[PartitionKey, int], max_bytes: int | None = None
+    ) -> dict[PartitionKey, PartitionFetch]:
+        """One Fetch from `node` for `positions`, of at most `max_bytes` (and the consumer's limits; the broker
+        still returns a first batch larger than that whole, so a partition always moves); waits up to max_wait_ms
+        when nothing is there yet."""
+        limit = self._max_bytes if max_bytes is None else max(1, min(self._max_bytes, max_bytes))
+        partition_limit = min(self._partition_max_bytes, limit)
+        partitions = {key: (offset, self.epoch(key), partition_limit) for key, offset in positions.items()}
+        request = EpochFetchRequest(self._max_wait_ms, limit, self._isolation, partitions)
         try:
             response = await self._client.send(node, request)
         except (TimeoutError, AioKafkaError, OSError) as exc:
@@ -245,8 +275,19 @@ class _Lane:
 class BatchProducer:
     """An idempotent producer of ready-made batches (acks=all), one lane per target partition."""
 
-    def __init__(self, client: AIOKafkaClient, *, request_timeout_ms: int, delivery_timeout_s: float) -> None:
+    def __init__(
+        self,
+        client: AIOKafkaClient,
+        *,
+        request_timeout_ms: int,
+        delivery_timeout_s: float,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+    ) -> None:
         self._client = client
+        self._max_request_bytes = max_request_bytes
+        self.buffer_bytes = buffer_bytes  # what the caller may hold here, queued and in flight (it fetches less)
+        self.buffered_bytes = 0
         self._timeout_ms = request_timeout_ms
         self._delivery_timeout_s = delivery_timeout_s
         self._lanes: dict[PartitionKey, _Lane] = {}
@@ -289,8 +330,19 @@ class BatchProducer:
     def send(self, batch: OutgoingBatch) -> None:
         """Queue `batch` behind the partition's earlier ones; it goes out as soon as the partition has room."""
         self._sent += 1
+        self.buffered_bytes += len(batch.payload)
         batch.order, batch.queued_at = self._sent, time.monotonic()
         self._lanes.setdefault(batch.key, _Lane()).queued.append(batch)
+
+    def room(self) -> int:
+        """Bytes the caller may still fetch for sending: the buffer's size less what is queued and in flight."""
+        return self.buffer_bytes - self.buffered_bytes
+
+    def _land(self, *landed: Landed) -> None:
+        """Book outcomes; their batches leave the buffer."""
+        for outcome in landed:
+            self.buffered_bytes -= len(outcome.batch.payload)
+        self._landed.extend(landed)
 
     def in_flight(self, key: PartitionKey) -> int:
         lane = self._lanes.get(key)
@@ -329,9 +381,11 @@ class BatchProducer:
             lane.in_flight.append(head)
             by_node.setdefault(node, {})[key] = head
         for node, batches in by_node.items():
-            task = asyncio.ensure_future(self._produce(node, batches))
-            self._requests.add(task)
-            task.add_done_callback(self._requests.discard)
+            # Requests to one leader share its connection, which answers them in order: batches stay in order.
+            for request in split_requests(batches, self._max_request_bytes):
+                task = asyncio.ensure_future(self._produce(node, request))
+                self._requests.add(task)
+                task.add_done_callback(self._requests.discard)
 
     def resume(self, key: PartitionKey) -> None:
         """After a refusal: drop what was queued for the partition meanwhile (reported as DROPPED) and let the
@@ -339,7 +393,7 @@ class BatchProducer:
         lane = self._lanes.get(key)
         if lane is None:
             return
-        self._landed.extend(Landed(queued, Outcome.DROPPED) for queued in lane.queued)
+        self._land(*(Landed(queued, Outcome.DROPPED) for queued in lane.queued))
         lane.queued.clear()
         lane.refused = False
         self._changed.set()
@@ -384,13 +438,13 @@ class BatchProducer:
         if lane.dropping:
             lane.in_flight.remove(batch)
             lane.dropping -= 1
-            self._landed.append(Landed(batch, Outcome.DROPPED))
+            self._land(Landed(batch, Outcome.DROPPED))
         elif lane.resend or answer is None or is_retriable(error) or lane.in_flight[0] is not batch:
             self._send_again(lane, batch)  # (not the head: answered before an earlier batch, a connection replaced)
         elif error == 0:
             lane.in_flight.popleft()
             lane.acknowledged_once = True
-            self._landed.append(Landed(batch, Outcome.ACKNOWLEDGED, base_offset))
+            self._land(Landed(batch, Outcome.ACKNOWLEDGED, base_offset))
         elif error in _PRODUCER_BROKEN or error in _NOT_ABOUT_THE_RECORDS:
             self._failure = KafkaOperationError(
                 f"{key[0]}-{key[1]}: {error_name(error)}", operation="produce", retriable=True
@@ -402,8 +456,8 @@ class BatchProducer:
             lane.dropping = len(lane.in_flight)
             dropped = list(lane.queued)
             lane.queued.clear()
-            self._landed.append(Landed(batch, Outcome.REFUSED, error=error, message=error_name(error)))
-            self._landed.extend(Landed(queued, Outcome.DROPPED) for queued in dropped)
+            self._land(Landed(batch, Outcome.REFUSED, error=error, message=error_name(error)))
+            self._land(*(Landed(queued, Outcome.DROPPED) for queued in dropped))
 
     def _send_again(self, lane: _Lane, batch: OutgoingBatch) -> None:
         """Once everything in flight answered, send the unacknowledged batches again in order, same sequences:
@@ -470,6 +524,8 @@ async def open_batch_link(
         aio_client(target_props),
         request_timeout_ms=request_timeout_ms,
         delivery_timeout_s=number(target_props, "delivery.timeout.ms", DEFAULT_DELIVERY_TIMEOUT_MS) / 1000,
+        max_request_bytes=number(target_props, "max.request.size", DEFAULT_MAX_REQUEST_BYTES),
+        buffer_bytes=number(target_props, "buffer.memory", DEFAULT_BUFFER_BYTES),
     )
     link = BatchLink(fetcher, producer, read_committed)
     try:  # both clusters at once: a task's start-up waits for the slower one only

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch
+from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
 
 TOPIC = "A.orders"
 MESSAGE_TOO_LARGE, NOT_LEADER, OUT_OF_ORDER, UNKNOWN_SERVER_ERROR = 10, 6, 45, -1
@@ -157,3 +157,43 @@ async def test_a_broker_answering_unknown_server_error_is_a_refusal_the_caller_s
     (refused,) = await _run(producer, 1)
     assert (refused.batch.note, refused.outcome, refused.error) == ("x", REFUSED, UNKNOWN_SERVER_ERROR)
     assert refused.message == "UNKNOWN_SERVER_ERROR"
+
+
+def _sized(partition: int, size: int) -> OutgoingBatch:
+    return OutgoingBatch((TOPIC, partition), bytearray(size), 1, None)
+
+
+def test_produce_requests_are_split_at_the_request_size_keeping_every_batch_once_and_in_order() -> None:
+    """24 partitions with 1 MiB batches for one leader: no request above the cap (one request of 24 MiB would
+    exceed a broker's socket.request.max.bytes, which closes the connection instead of answering)."""
+    batches = {(TOPIC, p): _sized(p, 1 << 20) for p in range(24)}
+    requests = split_requests(batches, 8 << 20)
+    assert all(sum(len(b.payload) for b in request.values()) <= 8 << 20 for request in requests)
+    assert [key for request in requests for key in request] == list(batches)
+    assert len(requests) == 4  # 7 batches of 1 MiB and their framing fit in 8 MiB
+
+
+def test_a_batch_larger_than_the_cap_goes_alone() -> None:
+    batches = {(TOPIC, 0): _sized(0, 100), (TOPIC, 1): _sized(1, 5000), (TOPIC, 2): _sized(2, 100)}
+    requests = split_requests(batches, 2000)
+    assert [list(request) for request in requests] == [[(TOPIC, 0)], [(TOPIC, 1)], [(TOPIC, 2)]]
+
+
+@pytest.mark.asyncio
+async def test_the_room_left_shrinks_with_every_batch_held_and_comes_back_as_they_land_or_are_dropped() -> None:
+    broker = _Broker()
+    producer = BatchProducer(broker, request_timeout_ms=1_000, delivery_timeout_s=30, buffer_bytes=10_000)
+    producer.producer_id, producer.producer_epoch = 7, 0
+    batches = [_batch(3, note) for note in "ab"]
+    for batch in batches:
+        producer.send(batch)
+    held = sum(len(batch.payload) for batch in batches)
+    assert producer.room() == 10_000 - held
+    assert [x.outcome for x in await _run(producer, 2)] == [ACKED, ACKED]
+    assert producer.room() == 10_000
+
+    broker.script.append(MESSAGE_TOO_LARGE)
+    for note in "xy":
+        producer.send(_batch(2, note))
+    assert [x.outcome for x in await _run(producer, 2)] == [REFUSED, DROPPED]
+    assert producer.room() == 10_000, "a refused or dropped batch is no longer held"
