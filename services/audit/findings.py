@@ -30,6 +30,7 @@ class AuditTotals:
     bytes_read: int = 0
     sampled_out: int = 0
     expired: int = 0
+    unplaced: int = 0  # ranges with no offset sync to find their copy by (the flow writes none, or not yet)
     lag_records: int = 0
     losses: list[str] = field(default_factory=list)
 
@@ -68,6 +69,7 @@ class AuditTotals:
             "unexpected": self.unexpected,
             "sampled_out": self.sampled_out,
             "expired_before_audit": self.expired,
+            "unplaced": self.unplaced,
             "lag_records": self.lag_records,
             "losses": self.losses[:5],
         }

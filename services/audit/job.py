@@ -61,7 +61,8 @@ class AuditJob:
         ):
             counter.labels(flow).inc(value - self._reported.get(name, 0))
             self._reported[name] = value
-        for reason, value in (("sampled_out", totals.sampled_out), ("expired", totals.expired)):
+        skipped = (("sampled_out", totals.sampled_out), ("expired", totals.expired), ("unplaced", totals.unplaced))
+        for reason, value in skipped:
             metrics.skipped.labels(flow, reason).inc(value - self._reported.get(reason, 0))
             self._reported[reason] = value
         metrics.lag.labels(flow).set(totals.lag_records)

@@ -26,7 +26,8 @@ class AuditMetrics:
         self.bytes_read = counter("bytes_read", "bytes of keys, values and headers read, both clusters")
         self.skipped = Counter(
             f"{PREFIX}_skipped_records",
-            "source records not verified: sampled_out, or expired (gone from the source before the audit read them)",
+            "source records not verified: sampled_out; expired (gone from the source before the audit read them); "
+            "unplaced (no offset sync says where their copy starts)",
             ["flow", "reason"],
             registry=registry,
         )

@@ -23,11 +23,11 @@ from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import PartitionReader
 from shared.progress_store import ProgressFollower, load_progress
-from shared.verify.align import Entry, Frame, align_range
+from shared.verify.align import Entry, Frame, RangeAlignment, align_range
 from shared.verify.sync_index import SyncIndex
 
 AUDIT_READER_GROUP = "strait-audit"
-RECENT_CARRIED = 500  # verified entries kept per partition between rounds: a replay across ranges is a duplicate
+RECENT_CARRIED = 2_000  # verified entries kept per partition between rounds: a replay across ranges is a duplicate
 BYTES_PER_RECORD_FIRST_GUESS = 1024
 
 _log = structlog.get_logger("audit")
@@ -38,6 +38,7 @@ class _Watched:
     source_next: int  # the first source offset not yet verified
     target_next: int | None  # where the copy of `source_next` starts on the target; None: find it through the syncs
     recent: deque[Entry] = field(default_factory=deque)
+    deferred_at: int | None = None  # a tail the target did not hold yet was left from here to the next round
 
 
 @dataclass(frozen=True)
@@ -129,19 +130,26 @@ class FlowAudit:
             if budget <= 0:
                 break
             watched = self._watched[key]
-            low, _ = source_marks[key]
+            low, high = source_marks[key]
             if low > watched.source_next:
                 self.totals.expired += low - watched.source_next
                 self._skip_to(key, watched, low)
             end = min(self._copied[key], watched.source_next + max(1, budget // self._bytes_per_record))
             if end <= watched.source_next:
                 continue
-            budget -= self._verify_range(key, watched, low, end, target_marks[remote[key]])
+            if watched.target_next is None and not self._syncs.locator(*key):
+                self.totals.unplaced += end - watched.source_next  # no sync says where its copy starts
+                self._skip_to(key, watched, end)
+                continue
+            peek_to = min(high, end + self.limits.window)  # the records copied next: where this range's copies end
+            budget -= self._verify_range(key, watched, (low, end, peek_to), target_marks[remote[key]])
 
     def _verify_range(
-        self, key: tuple[str, int], watched: _Watched, low: int, end: int, target_marks: tuple[int, int]
+        self, key: tuple[str, int], watched: _Watched, source: tuple[int, int, int], target_marks: tuple[int, int]
     ) -> int:
+        """Verify source offsets source_next..end-1 (`source` is log start, end, and how far to read past the end)."""
         topic, partition = key
+        low, end, peek_to = source
         remote = self._topics.remote_topic(topic)
         locate = self._syncs.locator(topic, partition)
         target_low, target_high = target_marks
@@ -151,14 +159,23 @@ class FlowAudit:
         start = target_low if start is None else max(start, target_low)
         read_before = (self._source.counter.bytes + self._target.counter.bytes, self._source.counter.records)
         frame = Frame(log_start=low, source_from=watched.source_next, source_to=end, copied_to=end)
-        aligned = align_range(
-            self._source.entries(topic, partition, watched.source_next, end),
-            self._target.entries(remote, partition, start, target_high),
-            frame,
-            locate=locate,
-            window=self.limits.window,
-            recent=watched.recent,
-        )
+
+        def aligned_range(defer: bool) -> RangeAlignment:
+            return align_range(
+                self._source.entries(topic, partition, watched.source_next, max(end, peek_to)),
+                self._target.entries(remote, partition, start, target_high),
+                frame,
+                locate=locate,
+                window=self.limits.window,
+                recent=watched.recent,
+                defer=defer,
+            )
+
+        # A tail the target does not hold yet waits for the next round (a transaction's markers may land a
+        # moment after the progress); the same tail still absent a round later is settled as it stands.
+        aligned = aligned_range(defer=True)
+        if aligned.next_source_offset == watched.source_next == watched.deferred_at:
+            aligned = aligned_range(defer=False)
         self.totals.add(topic, partition, aligned.found)
         if aligned.found.missing.records or aligned.found.altered_records:
             _log.error(
@@ -168,10 +185,12 @@ class FlowAudit:
                 partition=partition,
                 losses=self.totals.losses[-3:],
             )
-        watched.source_next = end
+        deferred = aligned.next_source_offset < end
+        watched.deferred_at = aligned.next_source_offset if deferred else None
+        watched.source_next = aligned.next_source_offset
         watched.target_next = aligned.next_target_offset if aligned.next_target_offset is not None else start
         watched.recent = deque(list(aligned.recent)[-RECENT_CARRIED:])
-        self.positions[key] = end
+        self.positions[key] = aligned.next_source_offset
         spent = self._source.counter.bytes + self._target.counter.bytes - read_before[0]
         records = self._source.counter.records - read_before[1]
         if records:

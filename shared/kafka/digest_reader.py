@@ -24,6 +24,7 @@ _READ_SETTINGS = {
     "max.partition.fetch.bytes": 16 * 2**20,
     "queued.max.messages.kbytes": 256 * 1024,
     "enable.partition.eof": True,
+    "auto.offset.reset": "error",  # a start below the log start (retention meanwhile) fails the read, never skips
     "fetch.wait.max.ms": 10,  # the broker answers at once at a partition's end: partitions are read one by one
 }
 
@@ -93,8 +94,8 @@ class PartitionEntries:
                     counter.bytes += len(key or b"") + len(value or b"") + sum(len(v or b"") for _, v in header_tuple)
                     yield Entry(offset, hash((key, value, message.timestamp()[1], header_tuple)))
                     position = offset + 1
-                if messages:
-                    deadline = time.monotonic() + self._timeout_s
+                if any(message.error() is None for message in messages):
+                    deadline = time.monotonic() + self._timeout_s  # records arrived: the read is moving
                 else:  # transaction markers and aborted records take offsets but are never returned
                     position = max(position, int(consumer.position([assignment])[0].offset))
                     if time.monotonic() > deadline:

@@ -95,6 +95,7 @@ class _Aligner:
         self.result = Alignment(0, RangeList(), [], 0, 0, [], 0, [], RangeList(), 0, 0)
         for entry in recent:
             self._remember(entry)
+        self._deferred = False  # the range's unplaced tail is left to the next range (`defer_tail`)
 
     # ---- source side ----
     def _read(self) -> Entry | None:
@@ -157,11 +158,30 @@ class _Aligner:
         """The newest verified source entries (a replay of them later is a duplicate)."""
         return self._recent
 
+    def defer_tail(self) -> tuple[int, int | None]:
+        """The target ran out before the range was placed: leave its unplaced tail, and the target records still
+        waiting, to the next range; (source offset, target offset or None) where that range starts."""
+        source = self._passed[0] if self._passed else None
+        if source is None and self._ahead and self._ahead[0].offset < self._frame.source_to:
+            source = self._ahead[0].offset
+        if source is None:
+            following = self._read()
+            source = self._frame.source_to if following is None else min(following.offset, self._frame.source_to)
+        target = self._pending[0] if self._pending else None
+        self._pending.clear()
+        self._passed.clear()
+        self._ahead.clear()
+        self._ahead_index.clear()
+        self._deferred = True
+        return source, target
+
     def done(self) -> bool:
-        """Every source entry is placed and no target record waits: what follows on the target is a later copy."""
-        if self._ahead or self._pending:
+        """Every source entry of the range is placed and no target record waits: what follows is a later copy."""
+        if self._pending:
             return False
-        return not self._read_ahead()
+        if not self._ahead and not self._read_ahead():
+            return True
+        return self._ahead[0].offset >= self._frame.source_to
 
     def _settle_pending(self) -> None:
         """Pair the unmatched target records since the last verified one with the source records passed over."""
@@ -184,26 +204,33 @@ class _Aligner:
 
     # ---- target side ----
     def target(self, entry: Entry) -> bool:
-        """Place one target entry; False (bounded only) when it was copied after the range: it is left unplaced."""
+        """Place one target entry; False (bounded only) when it was copied after the range: it is left unplaced.
+
+        Bounded, the source may be given past the range's end (`frame.source_to`): a target record equal to one of
+        those later records marks where the range's copies end."""
         if self._ahead:
-            if self._ahead[0].digest == entry.digest:
+            if self._ahead[0].digest == entry.digest and self._ahead[0].offset < self._frame.source_to:
                 self._verified(self._pop_ahead())
                 return True
         elif not self._pending:  # the common case: the next source entry, with nothing held
             head = self._read()
-            if head is not None and head.digest == entry.digest:
+            if head is not None and head.digest == entry.digest and head.offset < self._frame.source_to:
                 self._verified(head)
                 return True
             if head is not None:
                 self._ahead.append(head)
                 self._ahead_index[head.digest] = 1
-        if entry.digest in self._ahead_index:
-            self._verify_ahead(entry.digest)
-            return True
+        if self._bounded and self._beyond(entry.digest):
+            return False
+        # A copy of a record already verified is a duplicate even when an identical record (same key, value,
+        # headers and timestamp) lies ahead: taking the one ahead would pass over the real next record.
         if entry.digest in self._recent_index:
             self.result.duplicates += 1
             if len(self.result.duplicate_offsets) < EXAMPLES_KEPT:
                 self.result.duplicate_offsets.append(entry.offset)
+            return True
+        if entry.digest in self._ahead_index:
+            self._verify_ahead(entry.digest)
             return True
         anchor = self._locate(entry.offset)
         predicted = None if anchor is None else anchor[0] + entry.offset - anchor[1]
@@ -214,15 +241,23 @@ class _Aligner:
         if predicted is not None and predicted >= self._frame.source_to:
             return not self._bounded  # copied after the range verified: outside the check, or the next range's
         if self._search(entry.digest, predicted):
+            if self._bounded and self._beyond(entry.digest):
+                return False
             self._verify_ahead(entry.digest)
             return True
-        if not self._bounded and predicted is None and self.result.verified == 0 and self._frame.log_start > 0:
-            self.result.source_gone += 1  # nothing verified yet and no sync: its source may have left the source
-            return True
-        if self._bounded and predicted is None and self._exhausted and not self._ahead:
-            return False  # every record of the range is placed and nothing says where this one came from: later
+        if self._bounded and self._beyond(entry.digest):
+            return False
+        if len(self._pending) >= self._window:
+            self._settle_pending()  # bounded memory: the oldest unmatched records are settled as they stand
         self._pending.append(entry.offset)
         return True
+
+    def _beyond(self, digest: int) -> bool:
+        """True if the first source entry read ahead with this digest lies after the range."""
+        if digest not in self._ahead_index or self._ahead[-1].offset < self._frame.source_to:
+            return False
+        first = next(entry for entry in self._ahead if entry.digest == digest)
+        return first.offset >= self._frame.source_to
 
     def _search(self, digest: int, predicted: int | None) -> bool:
         """Read ahead for `digest`: up to the window, and on to where the syncs say its copy lies."""
@@ -230,6 +265,8 @@ class _Aligner:
             full = len(self._ahead) >= self._window
             if full and (predicted is None or self._last_read >= predicted):
                 return False
+            if full and self._ahead[0].offset >= self._frame.source_to:
+                return False  # only later ranges' records are ahead: none is passed over
             if full:
                 self._pass_over(self._pop_ahead())
             if not self._read_ahead():
@@ -271,6 +308,8 @@ class _Aligner:
     def finish(self) -> Alignment:
         """Settle what is left: unmatched target records against the source's tail, then the tail itself."""
         self._close_gone()
+        if self._deferred:
+            return self.result
         tail: list[Entry] = list(self._ahead)
         self._ahead.clear()
         copied_to = self._frame.copied_to
@@ -286,8 +325,12 @@ class _Aligner:
         return self.result
 
     def _iterate_rest(self, tail: list[Entry]) -> Iterable[Entry]:
-        yield from tail
-        while (entry := self._read()) is not None:
+        """The range's source entries not placed (read past the range's end only to find where its copies end)."""
+        end = self._frame.source_to
+        yield from (entry for entry in tail if entry.offset < end)
+        if tail and tail[-1].offset >= end:
+            return
+        while (entry := self._read()) is not None and entry.offset < end:
             yield entry
 
 
@@ -296,8 +339,9 @@ class RangeAlignment:
     """One range aligned as part of a longer watch (the audit): what it found and where the next range starts."""
 
     found: Alignment
-    next_target_offset: int | None  # after the last target record read; None if none was read
+    next_target_offset: int | None  # where the next range starts on the target; None if nothing was read
     recent: deque[Entry]
+    next_source_offset: int  # where the next range starts on the source: the range's end, unless its tail waits
 
 
 def align_range(
@@ -308,20 +352,32 @@ def align_range(
     locate: Locate,
     window: int,
     recent: Iterable[Entry] = (),
+    defer: bool = False,
 ) -> RangeAlignment:
     """Like `align`, but stop reading the target once every source entry of the range is placed, and carry the
-    recently verified entries over from the previous range (so a replay across the boundary is a duplicate)."""
+    recently verified entries over from the previous range (so a replay across the boundary is a duplicate).
+    `source` may go on past `frame.source_to` (the records copied next): a target record equal to one of them
+    ends the range, so a range the target lacks is missing and the next range starts at the right place.
+    With `defer`, a tail the target does not hold yet (it ran out first) is left to the next range instead of
+    being missing: a transaction's markers may land on the target a moment after the mirror's progress."""
     aligner = _Aligner(iter(source), frame, locate, window, recent, bounded=True)
     next_target: int | None = None
-    if not aligner.done():
+    next_source = frame.source_to
+    placed = aligner.done()
+    if not placed:
         for entry in target:
             if not aligner.target(entry):
                 next_target = entry.offset
+                placed = True
                 break
             next_target = entry.offset + 1
             if aligner.done():
+                placed = True
                 break
-    return RangeAlignment(aligner.finish(), next_target, aligner.recent)
+    if not placed and defer:
+        next_source, waiting = aligner.defer_tail()
+        next_target = waiting if waiting is not None else next_target
+    return RangeAlignment(aligner.finish(), next_target, aligner.recent, next_source)
 
 
 def align(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from shared.verify.align import Anchor, Entry, Frame, align, align_range
 from shared.verify.findings import AlteredRecord, OffsetRange
+from shared.verify.sync_index import PartitionLocator
 
 
 def source(first: int, end: int) -> list[Entry]:
@@ -151,3 +154,64 @@ def test_a_range_whose_copies_the_target_lost_is_missing_and_the_next_range_read
         recent=lost.recent,
     )
     assert (after.found.verified, after.found.missing.records, after.next_target_offset) == (10, 0, 20)
+
+
+def test_a_replay_whose_restart_sync_was_never_written_is_not_a_loss() -> None:
+    """At-least-once, nothing lost: task 1 copies 0..11 (syncs (0,0), (3,3)) and dies; task 2 replays 4..9 and
+    dies before its first commit (its syncs never written); task 3 replays 4..19 (sync (4,18) on). The audit's
+    ranges end at the progress: [0,4), [4,10), [10,14); only 3 verified entries are carried between ranges."""
+    records = source(0, 20)
+    target = copied([records[s] for s in [*range(0, 12), *range(4, 10), *range(4, 20)]])
+    locate = PartitionLocator.of([(0, 0), (3, 3), (4, 18), (19, 33)])
+    next_target, recent, lost = 0, deque[Entry](), []
+    for first, end in ((0, 4), (4, 10), (10, 14)):
+        ranged = align_range(
+            records[first:],  # the source goes on past the range: where its copies end
+            [entry for entry in target if entry.offset >= next_target],
+            Frame(log_start=0, source_from=first, source_to=end, copied_to=end),
+            locate=locate,
+            window=20_000,
+            recent=recent,
+        )
+        lost.append(ranged.found.missing.records + ranged.found.altered_records)
+        next_target, recent = ranged.next_target_offset or next_target, deque(list(ranged.recent)[-3:])
+    assert lost == [0, 0, 0]
+
+
+def test_a_replay_of_identical_records_longer_than_the_window_is_duplicates_not_altered() -> None:
+    digests = [1, 2, 3, 4, 5, 9, 6, 9, 7]  # 9: the same key, value and timestamp twice
+    records = [Entry(offset, digest) for offset, digest in enumerate(digests)]
+    target = copied([records[s] for s in [*range(0, 6), *range(0, 9)]])
+    locate = PartitionLocator.of([(0, 0), (5, 5), (0, 6), (8, 14)])
+    found = align(records, target, Frame(0, 0, 9, 9), locate=locate, window=3)
+    assert (found.missing.records, found.altered_records, found.verified) == (0, 0, 9)
+
+
+def test_without_syncs_a_record_lost_at_a_range_end_is_that_ranges_loss_only() -> None:
+    records = source(0, 20)
+    target = copied(records[:9] + records[10:])  # 9 really is lost
+    first = align_range(records, target, Frame(0, 0, 10, 10), locate=lambda _t: None, window=20_000)
+    assert first.found.missing.finish() == [OffsetRange(9, 9, 1)]
+    assert first.next_target_offset == 9
+    rest = [entry for entry in target if entry.offset >= 9]
+    second = align_range(records[10:], rest, Frame(0, 10, 20, 20), locate=lambda _t: None, window=20_000)
+    assert (second.found.verified, second.found.missing.records, second.found.altered_records) == (10, 0, 0)
+
+
+def test_without_syncs_a_target_of_changed_records_is_a_loss_even_when_the_source_was_trimmed() -> None:
+    """An MM2 flow (no progress, no syncs) whose source starts at 50 now: every target record differs."""
+    target = [Entry(offset, 7_000_000 + offset) for offset in range(50)]
+    found = align(source(50, 100), target, Frame(log_start=50, source_from=50, source_to=100, copied_to=None))
+    assert found.missing.records + found.altered_records == 50
+
+
+def test_a_tail_the_target_does_not_hold_yet_can_wait_for_the_next_range() -> None:
+    records = source(0, 10)
+    target = copied(records[:6])  # 6..9 not visible on the target yet (markers of the transaction pending)
+    frame_ = Frame(log_start=0, source_from=0, source_to=10, copied_to=10)
+    waiting = align_range(records, target, frame_, locate=lambda _t: None, window=100, defer=True)
+    assert (waiting.found.verified, waiting.found.missing.records) == (6, 0)
+    assert (waiting.next_source_offset, waiting.next_target_offset) == (6, 6)
+    settled = align_range(records, target, frame_, locate=lambda _t: None, window=100, defer=False)
+    assert settled.found.missing.finish() == [OffsetRange(6, 9, 4)]
+    assert settled.next_source_offset == 10
