@@ -1,8 +1,8 @@
 """A target broker that accepts small requests only (`socket.request.max.bytes`, 10 MiB here) and a backlog of 1 MiB
 batches on 24 partitions: every record arrives. One Produce request per leader for every partition's next batch
-would be 24 MiB: the broker closes the connection instead of answering, the same request is built again after the
-reconnect, and the partitions never catch up. Requests are split at the target producer's `max.request.size`
-(8 MiB here; Kafka's default, 1 MiB, when not set)."""
+would be 24 MiB: the broker closes the connection instead of answering (and logs "Invalid receive"), the request is
+built again after the reconnect, and the partitions catch up only by luck, minutes later. Requests are split at the
+target producer's `max.request.size` (8 MiB here; Kafka's default, 1 MiB, when not set): the broker refuses none."""
 
 from __future__ import annotations
 
@@ -66,3 +66,7 @@ def test_a_backlog_of_big_batches_reaches_a_target_that_takes_10_mib_requests_on
         wait_until(lambda: end_offsets_sum(target, f"A.{topic}", PARTITIONS) >= total, 240, "every record copied")
         assert mirror.stop() == 0, mirror.tail()
     assert_nothing_lost(config, "A->B", topic, records=total)
+    # The broker never had to refuse a request for its size (it logs each one it closes a connection over).
+    broker_log = (small_request_target.workdir / "node-1" / "broker.log").read_text(errors="replace")
+    refused = [line for line in broker_log.splitlines() if "Invalid receive" in line]
+    assert not refused, refused[:3]
