@@ -19,11 +19,12 @@ from benchmarks.findings import latency_notes
 from benchmarks.lab import EndOffsets, Lab, delete_topics, make_topics, topic_exists, wait_until
 from benchmarks.model import BenchOptions, Section, percentile
 from benchmarks.producer_perf import perf_process
-from benchmarks.tables import best_median, num
+from benchmarks.tables import best_median, median, num
 from benchmarks.usage import Usage, UsageSampler
 from shared.kafka.factories import confluent_consumer, confluent_producer
 
 KEY = "latency"
+FLOOR = "no replicator (floor)"  # the same load read on the source itself: what a zero-cost replicator would add to
 RATE = 10_000
 RECORD_SIZE = 1024
 START_TIMEOUT_S = 240
@@ -75,12 +76,14 @@ def run(options: BenchOptions, lab: Lab) -> Section:
     warmup_s, window_s = durations(options.quick)
     runs: list[LatencyRun] = []
     for _ in range(options.repeats):
-        for tool in TOOLS:
+        for tool in (*TOOLS, FLOOR):
             result = measure(lab, tool, warmup_s, window_s)
             runs.append(result)
-            lab.usage.append(result.usage)
+            if tool != FLOOR:
+                lab.usage.append(result.usage)
+    floor = [r.stats() for r in runs if r.tool == FLOOR]
     rows = []
-    for tool in TOOLS:
+    for tool in (*TOOLS, FLOOR):
         mine = [r for r in runs if r.tool == tool]
         stats = [r.stats() for r in mine]
         rows.append(
@@ -89,6 +92,8 @@ def run(options: BenchOptions, lab: Lab) -> Section:
                 best_median([s["p50"] for s in stats], 0),
                 best_median([s["p99"] for s in stats], 0),
                 best_median([s["max"] for s in stats], 0),
+                _added(stats, floor, "p50") if tool != FLOOR else "-",
+                _added(stats, floor, "p99") if tool != FLOOR else "-",
                 num(sum(len(r.latencies_ms) for r in mine)),
                 num(sum(r.late for r in mine)),
             ]
@@ -107,11 +112,24 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             f"consumer's fetch. Records sent in the {warmup_s:g} s after the first arrival are a warm-up; the "
             f"records sent in the next {window_s:g} s are measured; the producer then stops and the consumer "
             f"drains (up to {DRAIN_TIMEOUT_S} s; records of the window that never arrived are counted as late). "
-            f"Runs alternate Strait, MM2 ({options.repeats} each); cells are *best / median* over runs of each "
-            f"run's percentile, in ms. A run measures about {RATE * window_s:,.0f} records (more if the load "
-            "generator, starved of CPU, caught up in bursts)."
+            f"Runs alternate Strait, MM2 and the floor ({options.repeats} each); cells are *best / median* over runs "
+            f"of each run's percentile, in ms. A run measures about {RATE * window_s:,.0f} records (more if the load "
+            "generator, starved of CPU, caught up in bursts). *The floor* is the same load, producer and consumer "
+            "with no replicator: the consumer reads the source topic itself, so its latency is the source "
+            "producer's linger, the source broker and the consumer's fetch, which every replicator's figure "
+            "contains too. *Added* is a tool's median percentile minus the floor's median at the same percentile: "
+            "what the replicator itself (its fetch, its produce to the target, the target broker) costs."
         ),
-        headers=["tool", "p50 (ms)", "p99 (ms)", "max (ms)", "records measured", "late (not arrived)"],
+        headers=[
+            "tool",
+            "p50 (ms)",
+            "p99 (ms)",
+            "max (ms)",
+            "added p50 (ms)",
+            "added p99 (ms)",
+            "records measured",
+            "late (not arrived)",
+        ],
         rows=rows,
         settings={
             "load": f"{RATE:,} records/s x {RECORD_SIZE} B, producer settings as the tools' target producer",
@@ -121,6 +139,13 @@ def run(options: BenchOptions, lab: Lab) -> Section:
         notes=latency_notes({tool: [r.stats() for r in runs if r.tool == tool] for tool in TOOLS}, lab.profile)
         + _jobs_note(runs),
     )
+
+
+def _added(stats: list[dict[str, float]], floor: list[dict[str, float]], mark: str) -> str:
+    """The tool's median percentile minus the floor's median at the same percentile."""
+    if not stats or not floor:
+        return "n/a"
+    return num(median([s[mark] for s in stats]) - median([s[mark] for s in floor]))
 
 
 def _jobs_note(runs: list[LatencyRun]) -> list[str]:
@@ -151,14 +176,16 @@ def _tasks_started(log_path: Path, start_ms: float, end_ms: float) -> int:
 
 
 def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun:
-    """One tool run under steady load; the latencies of the window's records."""
+    """One tool run under steady load; the latencies of the window's records. The floor (`FLOOR`) runs no tool:
+    its consumer reads the source topic itself."""
     source_alias, target_alias = lab.aliases()
     topic = f"bench-lat-{source_alias}"
-    remote = f"{source_alias}.{topic}"
+    floor = tool == FLOOR
+    remote = topic if floor else f"{source_alias}.{topic}"
     make_topics(lab.source_admin(), [topic], PARTITIONS)
     setup = MirrorSetup(source_alias, target_alias, topics=topic, tasks=lab.options.tasks)
-    run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-latency")
-    mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    run_dir = lab.run_dir(f"{source_alias}-{'floor' if floor else tool.lower()}-latency")
+    mirror = _NoMirror() if floor else open_mirror(tool, setup, lab.source, lab.target, run_dir)
     load = perf_process(
         lab.source.bootstrap_servers,
         topic,
@@ -168,8 +195,9 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
         throughput=RATE,
         producer=PRODUCER,
     )
+    read_from = lab.source if floor else lab.target
     consumer = confluent_consumer(
-        lab.target.client_properties(),
+        read_from.client_properties(),
         **{"group.id": "strait-bench-latency", "enable.auto.commit": False, "fetch.wait.max.ms": 50},
     )
     target_admin = lab.target_admin()
@@ -178,8 +206,9 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
     try:
         mirror.start()
         sampler = mirror.measure("10k records/s")
-        wait_until(lambda: topic_exists(target_admin, remote), START_TIMEOUT_S, f"{tool} to create {remote}", 0.5)
-        _wait_until_copying(lab, topic, remote, mirror.alive)
+        if not floor:
+            wait_until(lambda: topic_exists(target_admin, remote), START_TIMEOUT_S, f"{tool} to create {remote}", 0.5)
+            _wait_until_copying(lab, topic, remote, mirror.alive)
         consumer.assign([TopicPartition(remote, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
         load_started_ms = time.time() * 1000
         load.start()
@@ -228,7 +257,8 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
         load.stop(timeout_s=10)
         consumer.close()
         mirror.stop()
-    delete_topics(target_admin, [remote])
+    if not floor:
+        delete_topics(target_admin, [remote])
     _keep_samples(run_dir / "latencies.tsv", stamps, latencies)
     assert window is not None
     late = max(0, _records_between(lab, topic, window) - len(latencies))
@@ -292,3 +322,25 @@ def _source_total(lab: Lab, topic: str) -> int:
         return probe.total()
     finally:
         probe.close()
+
+
+class _NoMirror:
+    """The floor's stand-in for a tool: nothing runs, nothing is sampled."""
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    def measure(self, scenario: str) -> UsageSampler:
+        """A sampler over no process."""
+        return UsageSampler(FLOOR, scenario, {}, lambda _name, _process, _root: "").start()
+
+    def alive(self) -> bool:
+        """Always: there is nothing to die."""
+        return True
+
+    def log_tail(self) -> str:
+        """No log."""
+        return ""
+
+    def stop(self) -> None:
+        """Nothing to stop."""
