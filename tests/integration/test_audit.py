@@ -13,9 +13,12 @@ from pathlib import Path
 from confluent_kafka import TopicPartition
 
 from shared.control import ServiceStatus, read_statuses
+from shared.control.topic_names import progress_topic
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
 from shared.localkafka.cluster import free_port
+from shared.records.offset_sync import OffsetSync
+from shared.records.progress import ProgressKey, encode_progress
 from tests.support.kafka_io import consume_all, make_topic, produce
 from tests.support.metrics_page import metric
 from tests.support.mm2_config import write_mm2_config
@@ -75,3 +78,50 @@ def test_the_audit_verifies_new_ranges_and_reports_records_the_target_lost(
         assert status.details["audit"]["missing"] == 30
         assert audit.stop() == 0
         assert mirror.stop() == 0
+
+
+def test_the_audit_names_a_record_altered_on_the_target_by_source_and_target_offset(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    """No mirror: the test writes what data-mirror would (the remote topic's records, its progress, an offset sync)
+    with record 25 changed on the target. The audit watches from offset 20 and finds 25 altered, nothing missing."""
+    topic, remote = f"audited-alt-{unique}", f"A.audited-alt-{unique}"
+    a, b = cluster_a.client_properties(), cluster_b.client_properties()
+    make_topic(a, topic)
+    make_topic(b, remote)
+    make_topic(a, "mm2-offset-syncs.B.internal", 1, **{"cleanup.policy": "compact"})  # no-op if it exists
+    make_topic(b, progress_topic("A"), 1, **{"cleanup.policy": "compact"})
+    sync = OffsetSync(topic, 0, 0, 0)
+    produce(a, "mm2-offset-syncs.B.internal", [(sync.record_key(), sync.record_value())])
+
+    def write(first: int, end: int, altered: int | None = None) -> None:
+        records = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(first, end)]
+        copies = [(k, b"changed" if first + i == altered else v) for i, (k, v) in enumerate(records)]
+        produce(a, topic, records, partition=0, timestamp_ms=1_700_000_000_000)
+        produce(b, remote, copies, partition=0, timestamp_ms=1_700_000_000_000)
+        progress = (ProgressKey("A->B", topic, 0).encode(), encode_progress(end))
+        produce(b, progress_topic("A"), [progress])
+
+    write(0, 20)
+    config = write_mm2_config(
+        tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": {"topics": topic}}
+    )
+    port = free_port()
+    env = {"STRAIT_AUDIT_INTERVAL_S": "1", "STRAIT_STATUS_INTERVAL_S": "1"}
+    with ServiceProcess("audit", config, tmp_path, "--metrics-port", str(port), env=env) as audit:
+        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 20, 120, "audit watching")
+        write(20, 30, altered=25)
+        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 30, 120, "the new range")
+        assert metric(port, "strait_audit_altered_total", flow="A->B") == 1
+        assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
+        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 9
+
+        def degraded() -> ServiceStatus | None:
+            found = [s for s in read_statuses(b).values() if s.service == "audit" and s.state == "degraded"]
+            return next((s for s in found if topic in (s.last_error or "")), None)
+
+        wait_until(lambda: degraded() is not None, 60, "a degraded audit status")
+        status = degraded()
+        assert status is not None
+        assert f"{topic}-0 altered at source 25, target 25" in (status.last_error or "")
+        assert audit.stop() == 0

@@ -6,8 +6,12 @@ import httpx
 
 
 def metric(port: int, name: str, **labels: str) -> float:
-    """The value of the first sample of `name` whose labels include `labels`; 0 when there is none yet."""
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    """The value of the first sample of `name` whose labels include `labels`; 0 when there is none yet (or the
+    service does not serve its page yet)."""
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    except httpx.TransportError:
+        return 0.0
     for line in text.splitlines():
         if not line.startswith(name + "{") and not line.startswith(name + " "):
             continue
