@@ -80,6 +80,10 @@ class OffsetSyncsPlace:
     cluster: str  # the alias of the cluster that holds the topic
     on_source: bool
 
+    def consumer_props(self, flow: FlowConfig) -> dict[str, str]:
+        """A consumer of the cluster that holds the topic, as `flow` configures it."""
+        return flow.source_consumer_props() if self.on_source else flow.target_consumer_props()
+
 
 def offset_syncs_place(flow: FlowConfig) -> OffsetSyncsPlace:
     """`mm2-offset-syncs.<other cluster>.internal` on the source or the target, as the flow's settings say."""

@@ -69,8 +69,7 @@ class FlowAudit:
             for key, value in load_progress(flow.target_consumer_props(), progress, flow.name).items()
         }
         place = offset_syncs_place(flow)
-        props = flow.source_consumer_props() if place.on_source else flow.target_consumer_props()
-        self._syncs_reader = PartitionReader(props, place.topic, group_id=AUDIT_READER_GROUP)
+        self._syncs_reader = PartitionReader(place.consumer_props(flow), place.topic, group_id=AUDIT_READER_GROUP)
         self._syncs = SyncIndex()
         self._watched: dict[tuple[str, int], _Watched] = {}
         self._bytes_per_record = BYTES_PER_RECORD_FIRST_GUESS

@@ -34,7 +34,7 @@ from shared.control import ControlPublisher
 from shared.control.status_reporter import State
 from shared.errors import AuthorizationError, StraitError
 from shared.filters import DefaultGroupFilter
-from shared.flow_topics import FlowTopics
+from shared.flow_topics import FlowTopics, offset_syncs_place
 from shared.flow_unit import FlowUnit
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.kafka.group_offsets import GroupAdmin, GroupOffsets
@@ -80,12 +80,8 @@ class FlowCheckpointer(FlowUnit):
         self._metrics = metrics
         self._group_filter = DefaultGroupFilter(self._settings.groups, self._settings.groups_exclude)
         self.checkpoints_topic = topics.policy.checkpoints_topic(flow.source)
-        if self._settings.offset_syncs_topic_location == "source":
-            self.offset_syncs_topic = topics.policy.offset_syncs_topic(flow.target)
-            self._syncs_props = flow.source_consumer_props()
-        else:
-            self.offset_syncs_topic = topics.policy.offset_syncs_topic(flow.source)
-            self._syncs_props = flow.target_consumer_props()
+        syncs = offset_syncs_place(flow)
+        self.offset_syncs_topic, self._syncs_props = syncs.topic, syncs.consumer_props(flow)
         self.store: OffsetSyncStore | None = None
         self.table = CheckpointTable(self._group_filter.should_replicate_group)
         self._rules = CheckpointRules(

@@ -15,7 +15,7 @@ from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
 from shared.control.topic_names import is_mirror_transactional_id, mirror_transactional_id
 from shared.errors import KafkaOperationError
-from shared.flow_topics import FlowTopics
+from shared.flow_topics import offset_syncs_place
 from shared.kafka.topic_admin import TopicAdmin
 from shared.kafka.transaction_listing import transactional_ids
 from shared.kafka.transactions import fence_transactional_ids
@@ -46,15 +46,12 @@ class FlowRuntime:
     def __init__(self, flow: FlowConfig, *, tasks: int, vault: SecretVault) -> None:
         self.flow = flow
         settings = flow.settings
-        policy = FlowTopics.for_flow(flow).policy
         self.source_admin = TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=LIST_TIMEOUT_S)
         self.target_admin = TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=LIST_TIMEOUT_S)
-        if settings.offset_syncs_topic_location == "source":
-            syncs_topic, sync_props = policy.offset_syncs_topic(flow.target), flow.source_producer_props()
-            syncs_admin = self.source_admin
-        else:
-            syncs_topic, sync_props = policy.offset_syncs_topic(flow.source), flow.target_producer_props()
-            syncs_admin = self.target_admin
+        place = offset_syncs_place(flow)
+        syncs_topic = place.topic
+        sync_props = flow.source_producer_props() if place.on_source else flow.target_producer_props()
+        syncs_admin = self.source_admin if place.on_source else self.target_admin
         consumer_props = flow.source_consumer_props()
         self.clients = FlowClients(  # what tasks get: secrets withheld, broadcast apart (task_secrets)
             flow=flow.name,

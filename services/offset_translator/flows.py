@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.errors import ConfigError
-from shared.flow_topics import FlowTopics
+from shared.flow_topics import FlowTopics, offset_syncs_place
 from shared.replication_policy import ReplicationPolicy, replication_policy_for
 
 FlowKey = tuple[str, str]
@@ -43,14 +43,14 @@ class ServedFlow:
     def of(cls, flow: FlowConfig) -> ServedFlow:
         """Topic names from the flow's settings: checkpoints on the target, offset syncs per their location."""
         policy = flow_policy(flow)
-        on_source = flow.settings.offset_syncs_topic_location == "source"
+        syncs = offset_syncs_place(flow)
         return cls(
             source=flow.source,
             target=flow.target,
             policy=policy,
             checkpoints_topic=policy.checkpoints_topic(flow.source),
-            offset_syncs_topic=policy.offset_syncs_topic(flow.target if on_source else flow.source),
-            offset_syncs_cluster=flow.source if on_source else flow.target,
+            offset_syncs_topic=syncs.topic,
+            offset_syncs_cluster=syncs.cluster,
             heartbeats_topic=FlowTopics.for_flow(flow).remote_heartbeats_topic,
         )
 

@@ -127,7 +127,7 @@ def _sync_index(
 ) -> SyncIndex:
     place = offset_syncs_place(flow)
     reader = source if place.on_source else target
-    props = flow.source_consumer_props() if place.on_source else flow.target_consumer_props()
+    props = place.consumer_props(flow)
     if reader.partitions(place.topic) is None:
         notes.append(f"no offset syncs ({place.topic} on {place.cluster}): records whose source is gone are not placed")
         return SyncIndex()
