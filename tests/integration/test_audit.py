@@ -23,6 +23,7 @@ from tests.support.kafka_io import consume_all, make_topic, produce
 from tests.support.metrics_page import metric
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
 
 
@@ -51,6 +52,7 @@ def test_the_audit_verifies_new_ranges_and_reports_records_the_target_lost(
         wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 150, 120, "second range")
         assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
         assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
+        assert_nothing_lost(config, "A->B", topic, records=150)  # the copy so far, record by record
 
         # Hold the audit, copy 30 more, delete them on the target before the audit reads them, let it go on.
         assert audit.popen is not None
