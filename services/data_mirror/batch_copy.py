@@ -86,6 +86,7 @@ class BatchCopyTask(CopyTask):
         self._rotation = 0
         self._node_retry_at: dict[int, float] = {}
         self._fetch_limits: dict[int, int] = {}  # source leader -> the bytes its fetch under way may bring
+        self._fetched_from: set[int] = set()  # the source leaders the last round of fetches went to
         self._validations: dict[tuple[str, int], asyncio.Task[tuple[int, int]]] = {}
 
     # -- the record path's hooks -----------------------------------------------------------------------
@@ -171,6 +172,8 @@ class BatchCopyTask(CopyTask):
     def _start_fetches(
         self, link: BatchLink, fetches: dict[int, asyncio.Task[dict[tuple[str, int], PartitionFetch]]]
     ) -> None:
+        if self._fetched_from and self._fetched_from <= fetches.keys():
+            return  # every leader of the last round still fetches: the partitions are looked at when one answers
         by_node: dict[int, dict[tuple[str, int], int]] = {}
         unknown = False
         now = time.monotonic()
@@ -195,6 +198,7 @@ class BatchCopyTask(CopyTask):
             elif node not in fetches and now >= self._node_retry_at.get(node, 0.0):
                 by_node.setdefault(node, {})[key] = self.fetching[key].position
         share = room // max(len(by_node), 1)  # each source leader's fetch may bring its share of the room
+        self._fetched_from = set(by_node) | (set(fetches) if by_node else set())
         for node, positions in by_node.items():
             self._fetch_limits[node] = share
             fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions, share))

@@ -318,8 +318,8 @@ class MirrorDriver:
             _log.info(event, flow=state.flow, topic=state.source_topic, partition=state.partition, reason=path)
 
     def _apply(self, state: PartitionState, progress: Progress) -> None:
-        labels = (state.flow, state.remote_topic, str(state.partition))
         metrics = self.metrics
+        mine = metrics.partition(state.flow, state.remote_topic, state.partition)
         state.next_offset = progress.next_offset
         report = progress.report
         if report is None:
@@ -330,17 +330,17 @@ class MirrorDriver:
         if report.end_offset is not None:
             state.high_watermark = report.end_offset
         state.records += report.records
-        metrics.record_count.labels(*labels).inc(report.records)
-        metrics.byte_count.labels(*labels).inc(report.bytes)
-        metrics.record_rate.labels(*labels).set(report.records / elapsed if elapsed > 0 else 0)
-        metrics.byte_rate.labels(*labels).set(report.bytes / elapsed if elapsed > 0 else 0)
+        mine.record_count.inc(report.records)
+        mine.byte_count.inc(report.bytes)
+        mine.record_rate.set(report.records / elapsed if elapsed > 0 else 0)
+        mine.byte_rate.set(report.bytes / elapsed if elapsed > 0 else 0)
         if report.age_ms_avg is not None:
-            metrics.record_age_ms.labels(*labels).set(report.age_ms_avg)
-            metrics.record_age_ms_max.labels(*labels).set(report.age_ms_max or 0)
+            mine.record_age_ms.set(report.age_ms_avg)
+            mine.record_age_ms_max.set(report.age_ms_max or 0)
         if report.latency_ms_avg is not None:
-            metrics.replication_latency_ms.labels(*labels).set(report.latency_ms_avg)
-            metrics.replication_latency_ms_max.labels(*labels).set(report.latency_ms_max or 0)
-        metrics.records_forwarded.labels(*labels).inc(report.forwarded)
+            mine.replication_latency_ms.set(report.latency_ms_avg)
+            mine.replication_latency_ms_max.set(report.latency_ms_max or 0)
+        mine.records_forwarded.inc(report.forwarded)
         self._note_copy_path(state, report)
         if report.syncs:
             metrics.offset_syncs.labels(state.flow).inc(report.syncs)
@@ -349,7 +349,7 @@ class MirrorDriver:
         if report.read_errors:
             metrics.source_read_errors.labels(state.flow).inc(report.read_errors)
         if report.expired:
-            metrics.records_expired.labels(*labels).inc(report.expired)
+            mine.records_expired.inc(report.expired)
             _log.warning(
                 "source_records_expired",
                 flow=state.flow,
@@ -374,9 +374,9 @@ class MirrorDriver:
                 ),
             )
         self._apply_block(state, report.blocked_offset, report.blocked_reason)
-        metrics.partition_blocked.labels(*labels).set(1 if state.blocked_at is not None else 0)
+        mine.partition_blocked.set(1 if state.blocked_at is not None else 0)
         if state.records_behind is not None:
-            metrics.records_behind.labels(*labels).set(state.records_behind)
+            mine.records_behind.set(state.records_behind)
 
     def _apply_block(self, state: PartitionState, offset: int | None, reason: str | None) -> None:
         if offset is not None and state.blocked_at != offset:

@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 PARTITION = ("flow", "topic", "partition")  # topic: the remote topic, as MM2 labels its metrics
+
+
+@dataclass(frozen=True)
+class PartitionMetrics:
+    """One partition's metric children, looked up once: at thousands of partitions, each commit interval brings
+    a progress record per moving partition, and a label look-up per metric per record was the driver's cost."""
+
+    record_count: Any
+    byte_count: Any
+    record_rate: Any
+    byte_rate: Any
+    records_forwarded: Any
+    record_age_ms: Any
+    record_age_ms_max: Any
+    replication_latency_ms: Any
+    replication_latency_ms_max: Any
+    records_behind: Any
+    partition_blocked: Any
+    records_expired: Any
 
 
 class MirrorMetrics:
     """All metrics of one driver process."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        self._partitions: dict[tuple[str, str, str], PartitionMetrics] = {}
         self.record_count = Counter(
             "strait_mirror_record_count", "records copied (MM2 record-count)", PARTITION, registry=registry
         )
@@ -102,3 +125,17 @@ class MirrorMetrics:
             ("flow",),
             registry=registry,
         )
+
+    def partition(self, flow: str, remote_topic: str, partition: int) -> PartitionMetrics:
+        """The per-partition metrics of one remote partition (created on first use, then kept)."""
+        labels = (flow, remote_topic, str(partition))
+        found = self._partitions.get(labels)
+        if found is None:
+            found = PartitionMetrics(
+                *(
+                    getattr(self, name).labels(*labels)
+                    for name in PartitionMetrics.__dataclass_fields__  # the same names as the metrics above
+                )
+            )
+            self._partitions[labels] = found
+        return found

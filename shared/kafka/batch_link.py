@@ -33,6 +33,7 @@ from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
 from shared.kafka.factories import aio_client
+from shared.kafka.fetch_session import FetchSession
 from shared.kafka.leader_epochs import (
     NO_EPOCH,
     EpochEndsRequest,
@@ -116,7 +117,8 @@ class PartitionFetch:
 
 class BatchFetcher:
     """Fetches raw batches from source partition leaders, read_committed, with the consumer's size limits, and
-    with each partition's current leader epoch (KIP-320: a stale leader refuses instead of serving)."""
+    with each partition's current leader epoch (KIP-320: a stale leader refuses instead of serving). Each leader
+    is fetched in an incremental fetch session (KIP-227), so a fetch costs what changed, not every partition."""
 
     def __init__(
         self,
@@ -134,6 +136,7 @@ class BatchFetcher:
         self._partition_max_bytes = partition_max_bytes
         self._topics: list[str] = []
         self.epochs: dict[PartitionKey, int] = {}  # current leader epochs, as the metadata last said
+        self._sessions: dict[int, FetchSession] = {}  # per source leader
 
     async def start(self, topics: Sequence[str]) -> None:
         self._topics = list(topics)
@@ -188,17 +191,33 @@ class BatchFetcher:
     async def fetch(
         self, node: int, positions: Mapping[PartitionKey, int], max_bytes: int | None = None
     ) -> dict[PartitionKey, PartitionFetch]:
-        """One Fetch from `node` for `positions`, of at most `max_bytes` (and the consumer's limits; the broker
-        still returns a first batch larger than that whole, so a partition always moves); waits up to max_wait_ms
-        when nothing is there yet."""
+        """One Fetch from `node` for `positions` (every partition to read from it now), of at most `max_bytes`
+        (and the consumer's limits; the broker still returns a first batch larger than that whole, so a partition
+        always moves); waits up to max_wait_ms when nothing is there yet. The answer holds the partitions with
+        records or news (a changed high watermark or log start, an error): the others had nothing."""
         limit = self._max_bytes if max_bytes is None else max(1, min(self._max_bytes, max_bytes))
-        partition_limit = min(self._partition_max_bytes, limit)
-        partitions = {key: (offset, self.epoch(key), partition_limit) for key, offset in positions.items()}
-        request = EpochFetchRequest(self._max_wait_ms, limit, self._isolation, partitions)
+        # The same per-partition size every time: a changed one would name the partition in the session again.
+        wanted = {key: (offset, self.epoch(key), self._partition_max_bytes) for key, offset in positions.items()}
+        session = self._sessions.setdefault(node, FetchSession())
+        ask = session.request(wanted)
+        request = EpochFetchRequest(
+            self._max_wait_ms,
+            limit,
+            self._isolation,
+            ask.partitions,
+            session=(ask.session_id, ask.epoch),
+            forgotten=ask.forgotten,
+        )
         try:
             response = await self._client.send(node, request)
         except (TimeoutError, AioKafkaError, OSError) as exc:
+            session.reset()  # whether the broker saw it is unknown: the next fetch opens a new session
             raise KafkaOperationError(f"fetching from node {node} failed: {exc!r}", operation="fetch") from exc
+        except BaseException:
+            session.reset()  # cancelled (a hand-over): the session's state is unknown
+            raise
+        if not session.answered(response.error_code, response.session_id):
+            return {}  # the broker lost the session: nothing fetched, the next fetch names every partition
         fetched: dict[PartitionKey, PartitionFetch] = {}
         for topic, partitions in response.topics:
             for part in partitions:

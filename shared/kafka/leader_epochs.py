@@ -12,7 +12,7 @@ three requests are declared here with aiokafka's protocol types and sent through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.fetch import FetchRequest_v11
@@ -85,7 +85,7 @@ def leader_epochs(response: MetadataResponse_v7) -> dict[PartitionKey, int]:
 
 
 class EpochFetchRequest(Request[FetchRequest_v11]):  # type: ignore[misc]
-    """Fetch v11 (no session) carrying each partition's current leader epoch (-1: not known)."""
+    """Fetch v11 carrying each partition's current leader epoch (-1: not known), in a fetch session or not."""
 
     API_KEY = 1
 
@@ -95,18 +95,35 @@ class EpochFetchRequest(Request[FetchRequest_v11]):  # type: ignore[misc]
         max_bytes: int,
         isolation_level: int,
         partitions: Mapping[PartitionKey, tuple[int, int, int]],
+        *,
+        session: tuple[int, int] = (0, -1),
+        forgotten: Sequence[PartitionKey] = (),
     ) -> None:
-        """`partitions`: (topic, partition) -> (fetch offset, current leader epoch, max bytes)."""
+        """`partitions`: (topic, partition) -> (fetch offset, current leader epoch, max bytes); `session`: (id,
+        epoch) of a fetch session (KIP-227; the default (0, -1) is none); `forgotten`: partitions it drops."""
         self._max_wait_ms, self._max_bytes, self._isolation = max_wait_ms, max_bytes, isolation_level
-        self._partitions = partitions
+        self._partitions, self._session, self._forgotten = partitions, session, forgotten
 
     def build(self, request_struct_class: type[FetchRequest_v11]) -> FetchRequest_v11:
         by_topic: dict[str, list[tuple[int, int, int, int, int]]] = {}
         for (topic, partition), (offset, epoch, max_bytes) in self._partitions.items():
             by_topic.setdefault(topic, []).append((partition, epoch, offset, -1, max_bytes))
-        # replica -1 (a consumer), min 1 byte, no fetch session (id 0, epoch -1), nothing forgotten, no rack
+        forgotten: dict[str, list[int]] = {}
+        for topic, partition in self._forgotten:
+            forgotten.setdefault(topic, []).append(partition)
+        # replica -1 (a consumer), min 1 byte, no rack
+        session_id, session_epoch = self._session
         return request_struct_class(
-            -1, self._max_wait_ms, 1, self._max_bytes, self._isolation, 0, -1, list(by_topic.items()), [], ""
+            -1,
+            self._max_wait_ms,
+            1,
+            self._max_bytes,
+            self._isolation,
+            session_id,
+            session_epoch,
+            list(by_topic.items()),
+            list(forgotten.items()),
+            "",
         )
 
 
