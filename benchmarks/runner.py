@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from benchmarks import discovery, latency, resources, throughput, verify_speed
+from benchmarks import discovery, latency, resources, scale, throughput, verify_speed
 from benchmarks.console import say
 from benchmarks.lab import Lab, open_lab
 from benchmarks.model import BenchOptions, Section
@@ -30,12 +30,23 @@ TITLES = {
     "checkpoint": "6. Checkpoint lag after a commit",
     "checkpoint_scale": "7. Checkpoints at 10,000 groups",
     "resources": "8. Resources",
+    "scale": "9. Real size: 12 to 4,000 partitions",
 }
-CHOICES = ("throughput", "latency", "discovery", "failover", "translator", "checkpoint", "checkpoint_scale")
+CHOICES = (
+    "throughput",
+    "latency",
+    "discovery",
+    "failover",
+    "translator",
+    "checkpoint",
+    "checkpoint_scale",
+    "scale",
+)
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
     "latency": latency.run,
     "discovery": discovery.run,
+    "scale": scale.run,
 }
 EXTERNAL = {
     "failover": "benchmarks.failover_precision",

@@ -66,6 +66,7 @@ class UsageSampler:
         self._classify = classify
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, last user+system seconds)
         self._pids: dict[str, set[int]] = {}
+        self._current_rss_mib = 0.0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name=f"usage-{tool}", daemon=True)
@@ -101,10 +102,17 @@ class UsageSampler:
                     self._pids.setdefault(role, set()).add(process.pid)
                 rss[role] = rss.get(role, 0.0) + resident / MIB
         with self._lock:
+            self._current_rss_mib = sum(rss.values())
             peaks = self.usage.peak_rss_mib
             for role, value in rss.items():
                 peaks[role] = max(peaks.get(role, 0.0), value)
             self.usage.peak_total_rss_mib = max(self.usage.peak_total_rss_mib, sum(rss.values()))
+
+    def current_rss_mib(self) -> float:
+        """Resident memory of the whole tool now, summed over its processes (takes a sample first)."""
+        self.sample()
+        with self._lock:
+            return self._current_rss_mib
 
     def cpu_total(self) -> float:
         """CPU seconds of the whole tool so far (takes a sample first)."""

@@ -66,7 +66,9 @@ def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_ru
         "checkpoint",
         "checkpoint_scale",
         "resources",
+        "scale",
     ]
+    assert parse_only("scale") == ["scale"]
     with pytest.raises(ValueError, match="unknown section"):
         parse_only("speed")
 

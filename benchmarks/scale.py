@@ -1,0 +1,621 @@
+"""Section 9: real size. The same tools on 12, 1,000 and 4,000 partitions spread over many topics.
+
+One tool run per shape measures, in order: the catch-up copy of a backlog (start -> first record, start -> every
+partition copying, first -> last record, peak memory), then a steady 10k records/s spread over every partition
+(latency, CPU, memory), then the same rate on the ten partitions of one topic while every other partition is
+idle (does an idle majority slow the busy few?). Every run has fresh source topics, so each copies the same
+backlog and nothing another run wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic, OffsetSpec
+
+from benchmarks.console import say
+from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSetup, open_mirror
+from benchmarks.lab import Lab, delete_topics, wait_until
+from benchmarks.model import BenchOptions, Section, percentile
+from benchmarks.tables import median, num
+from benchmarks.usage import UsageSampler
+from shared.kafka.factories import confluent_admin, confluent_consumer
+
+KEY = "scale"
+RECORD_SIZE = 1024
+RATE = 10_000
+BUSY_TOPICS = 1  # the "few busy" case: the partitions of this many topics get the whole load
+POLL_S = 0.25
+START_TIMEOUT_S = 300
+DRAIN_TIMEOUT_S = 60
+FLOOR = "no replicator (floor)"
+LATEST = IsolationLevel.READ_UNCOMMITTED  # the log end: both tools write without transactions here
+
+
+@dataclass(frozen=True)
+class Shape:
+    """`topics` source topics of `per_topic` partitions, holding `backlog` records of 1 KiB before the tool starts."""
+
+    topics: int
+    per_topic: int
+    backlog: int
+
+    @property
+    def partitions(self) -> int:
+        """Partitions mirrored."""
+        return self.topics * self.per_topic
+
+    @property
+    def label(self) -> str:
+        """'1,000 (100 x 10)'."""
+        return f"{self.partitions:,} ({self.topics} x {self.per_topic})"
+
+
+def shapes(quick: bool) -> list[Shape]:
+    """Full: 12 partitions (the other sections' shape), 1,000 and 4,000; quick: 12 and 100, small backlogs."""
+    if quick:
+        return [Shape(1, 12, 12_000), Shape(10, 10, 10_000)]
+    return [Shape(1, 12, 200_000), Shape(100, 10, 200_000), Shape(400, 10, 200_000)]
+
+
+def durations(quick: bool) -> tuple[float, float]:
+    """(warm-up, measured window) of each steady load, in seconds."""
+    return (3.0, 6.0) if quick else (5.0, 15.0)
+
+
+@dataclass
+class Steady:
+    """One steady load: the latencies (ms) of the window's records and what the tool cost meanwhile."""
+
+    latencies_ms: list[float]
+    late: int
+    cpu_cores: float
+    rss_mib: float
+
+    def stats(self) -> dict[str, float]:
+        """p50, p99, max in ms."""
+        samples = self.latencies_ms or [float("nan")]
+        return {"p50": percentile(samples, 0.5), "p99": percentile(samples, 0.99), "max": max(samples)}
+
+
+@dataclass
+class ScaleRun:
+    """One tool on one shape: seconds from its start to the first record, to every partition, to the last."""
+
+    tool: str
+    shape: Shape
+    first_s: float
+    every_partition_s: float
+    last_s: float
+    catchup_rss_mib: float
+    spread: Steady
+    few: Steady | None
+
+    @property
+    def catchup_rate(self) -> float:
+        """Records/s from the first record on the target to the last."""
+        return self.shape.backlog / max(1e-3, self.last_s - self.first_s)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for the raw samples."""
+        few = self.few
+        return {
+            "tool": self.tool,
+            "partitions": self.shape.partitions,
+            "first_record_s": round(self.first_s, 2),
+            "every_partition_s": round(self.every_partition_s, 2),
+            "last_record_s": round(self.last_s, 2),
+            "catchup_records_per_s": round(self.catchup_rate),
+            "catchup_peak_rss_mib": round(self.catchup_rss_mib),
+            "spread": _steady_dict(self.spread),
+            "few_busy": None if few is None else _steady_dict(few),
+        }
+
+
+def _steady_dict(steady: Steady) -> dict[str, Any]:
+    return {
+        **{key: round(value, 1) for key, value in steady.stats().items()},
+        "records": len(steady.latencies_ms),
+        "late": steady.late,
+        "cpu_cores": round(steady.cpu_cores, 3),
+        "rss_mib": round(steady.rss_mib),
+    }
+
+
+def run(options: BenchOptions, lab: Lab) -> Section:
+    """Per repeat and shape: Strait, then MM2, then the floor (the loads with no replicator)."""
+    runs: list[ScaleRun] = []
+    floors: list[Floor] = []
+    for _ in range(options.repeats):
+        for shape in shapes(options.quick):
+            for tool in TOOLS:
+                runs.append(measure(lab, tool, shape, *durations(options.quick)))
+            floors.append(measure_floor(lab, shape, *durations(options.quick)))
+    return _section(options, runs, floors)
+
+
+@dataclass
+class Floor:
+    """The steady loads of one shape read on the source itself: what a replicator that cost nothing would show."""
+
+    shape: Shape
+    spread: Steady
+    few: Steady | None
+
+
+def measure_floor(lab: Lab, shape: Shape, warmup_s: float, window_s: float) -> Floor:
+    """The same two loads, producer and consumer, with no replicator: the consumer reads the source topics."""
+    source_alias, _target = lab.aliases()
+    topics = [f"scale-{source_alias}-{index:04d}" for index in range(shape.topics)]
+    same = {topic: topic for topic in topics}
+    run_dir = lab.run_dir(f"{source_alias}-floor-scale-{shape.partitions}")
+    _create(lab, topics, shape.per_topic)
+    # The same backlog as the tools' runs first: their loads also write to partitions that already hold records.
+    _load(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
+    nothing = NoMirror()
+    sampler = nothing.measure("floor")
+    try:
+        spread = _steady(lab, nothing, sampler, run_dir, "spread", topics, same, shape.per_topic, warmup_s, window_s)
+        few = None
+        if shape.topics > BUSY_TOPICS:
+            busy = topics[:BUSY_TOPICS]
+            few = _steady(lab, nothing, sampler, run_dir, "few", busy, same, shape.per_topic, warmup_s, window_s)
+    finally:
+        sampler.finish()
+        delete_topics(lab.source_admin(), topics)
+    return Floor(shape, spread, few)
+
+
+class NoMirror:
+    """The floor's stand-in for a tool: nothing runs, nothing is sampled, and the records are read on the source."""
+
+    tool = FLOOR
+
+    def measure(self, scenario: str) -> UsageSampler:
+        """A sampler over no process."""
+        return UsageSampler(FLOOR, scenario, {}, lambda _name, _process, _root: "").start()
+
+    def alive(self) -> bool:
+        """Always: there is nothing to die."""
+        return True
+
+    def log_tail(self) -> str:
+        """No log."""
+        return ""
+
+
+# -- one run ---------------------------------------------------------------------------------------------
+def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float) -> ScaleRun:
+    """Create and fill fresh source topics, start the tool, time the catch-up, then the two steady loads."""
+    source_alias, target_alias = lab.aliases()
+    prefix = f"scale-{source_alias}-"
+    topics = [f"{prefix}{index:04d}" for index in range(shape.topics)]
+    remote = {topic: f"{source_alias}.{topic}" for topic in topics}
+    run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-scale-{shape.partitions}")
+    _create(lab, topics, shape.per_topic)
+    say(f"{tool}: {shape.label} partitions: filling {shape.backlog:,} records")
+    _load(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
+    setup = MirrorSetup(source_alias, target_alias, topics=f"{prefix}.*", tasks=lab.options.tasks)
+    mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    probe = RemoteEnds(lab.target.client_properties(), list(remote.values()), shape.per_topic)
+    sampler: UsageSampler | None = None
+    say(f"{tool}: {shape.label} partitions: catch-up ({source_alias}->{target_alias})")
+    try:
+        began = time.monotonic()
+        mirror.start()
+        sampler = mirror.measure(f"scale {shape.partitions}")
+        first_s, every_s, last_s = _catch_up(mirror, probe, shape, began)
+        catchup_rss = sampler.usage.peak_total_rss_mib
+        say(f"{tool}: first record {first_s:.1f} s, every partition {every_s:.1f} s, last {last_s:.1f} s")
+        spread = _steady(lab, mirror, sampler, run_dir, "spread", topics, remote, shape.per_topic, warmup_s, window_s)
+        few = None
+        if shape.topics > BUSY_TOPICS:
+            busy = topics[:BUSY_TOPICS]
+            few = _steady(lab, mirror, sampler, run_dir, "few", busy, remote, shape.per_topic, warmup_s, window_s)
+    finally:
+        if sampler is not None:
+            sampler.finish()
+        probe.close()
+        mirror.stop()
+        delete_topics(lab.target_admin(), list(remote.values()))
+        delete_topics(lab.source_admin(), topics)
+    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few)
+
+
+def _create(lab: Lab, topics: list[str], partitions: int) -> None:
+    """All source topics in one request (one at a time would take minutes at 400 topics)."""
+    admin = lab.source_admin()  # kept while its futures are awaited: a collected client cancels them
+    futures = admin.create_topics([NewTopic(topic, partitions, 1) for topic in topics], operation_timeout=60)
+    for future in futures.values():
+        future.result(timeout=120)
+    wanted = set(topics)
+
+    def led() -> bool:
+        metadata = admin.list_topics(timeout=15).topics
+        return all(
+            name in metadata
+            and len(metadata[name].partitions) == partitions
+            and all(p.leader >= 0 for p in metadata[name].partitions.values())
+            for name in wanted
+        )
+
+    wait_until(led, 120, f"leaders for {len(topics)} new topics")
+
+
+def _load(
+    lab: Lab, run_dir: Path, name: str, topics: Sequence[str], per_topic: int, extra: list[str]
+) -> dict[str, int]:
+    """Run the spread load generator to its end; its counts."""
+    listing = run_dir / f"{name}-topics.txt"
+    listing.write_text("\n".join(topics) + "\n")
+    command = _load_command(lab, listing, per_topic, extra)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"load generator failed ({name}): {done.stderr[-2000:]}")
+    counts: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
+    return counts
+
+
+def _load_command(lab: Lab, listing: Path, per_topic: int, extra: list[str]) -> list[str]:
+    settings = [arg for key, value in PRODUCER.items() for arg in ("--producer", f"{key}={value}")]
+    return [
+        sys.executable,
+        "-m",
+        "benchmarks.spread_load",
+        "--bootstrap",
+        lab.source.bootstrap_servers,
+        "--topics",
+        str(listing),
+        "--partitions",
+        str(per_topic),
+        "--size",
+        str(RECORD_SIZE),
+        *settings,
+        *extra,
+    ]
+
+
+def _catch_up(mirror: Mirror, probe: RemoteEnds, shape: Shape, began: float) -> tuple[float, float, float]:
+    first_s = every_s = None
+    deadline = began + START_TIMEOUT_S + shape.backlog / 2000
+    while True:
+        ends = probe.ends()
+        now = time.monotonic() - began
+        copied = sum(ends.values())
+        if copied and first_s is None:
+            first_s = now
+        if every_s is None and len(ends) == shape.partitions and all(ends.values()):
+            every_s = now
+        if copied >= shape.backlog and first_s is not None and every_s is not None:
+            return first_s, every_s, now
+        if not mirror.alive():
+            raise RuntimeError(f"{mirror.tool} exited during the catch-up; its log ends with:\n{mirror.log_tail()}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{mirror.tool} copied {copied} of {shape.backlog} records in {now:.0f} s")
+        time.sleep(POLL_S)
+
+
+def _steady(
+    lab: Lab,
+    mirror: Mirror | NoMirror,
+    sampler: UsageSampler,
+    run_dir: Path,
+    name: str,
+    topics: Sequence[str],
+    remote: dict[str, str],
+    per_topic: int,
+    warmup_s: float,
+    window_s: float,
+) -> Steady:
+    """`RATE` records/s over the partitions of `topics` for warm-up + window; latencies of the window's records
+    measured on the target by a consumer that starts at the remote topics' ends."""
+    keys = [(remote[topic], partition) for topic in topics for partition in range(per_topic)]
+    cluster = lab.source if isinstance(mirror, NoMirror) else lab.target
+    admin = confluent_admin(cluster.client_properties())
+    consumer = confluent_consumer(
+        cluster.client_properties(),
+        **{"group.id": "strait-bench-scale", "enable.auto.commit": False, "fetch.wait.max.ms": 50},
+    )
+    consumer.assign([TopicPartition(*key, end) for key, end in _log_ends(admin, keys).items()])
+    start_ms = time.time() * 1000 + 1000  # the generator's interpreter starts meanwhile
+    window = (start_ms + warmup_s * 1000, start_ms + (warmup_s + window_s) * 1000)
+    listing = run_dir / f"{name}-topics.txt"
+    listing.write_text("\n".join(topics) + "\n")
+    extra = ["--rate", str(RATE), "--seconds", str(warmup_s + window_s + 1), "--window", *map(str, window)]
+    generator = subprocess.Popen(
+        _load_command(lab, listing, per_topic, extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    say(f"{mirror.tool}: {RATE:,} records/s over {len(keys):,} partitions ({name})")
+    latencies: list[float] = []
+    cpu_start = cpu_end = rss = None
+    expected: int | None = None
+    deadline = time.monotonic() + warmup_s + window_s + 120
+    try:
+        while True:
+            messages = consumer.consume(num_messages=2000, timeout=0.05)
+            now_ms = time.time() * 1000
+            for message in messages:
+                if message.error():
+                    continue
+                stamp = message.timestamp()[1]
+                if window[0] <= stamp < window[1]:
+                    latencies.append(now_ms - stamp)
+            if cpu_start is None and now_ms >= window[0]:
+                cpu_start = sampler.cpu_total()
+            if cpu_end is None and now_ms >= window[1]:
+                cpu_end, rss = sampler.cpu_total(), sampler.current_rss_mib()
+            if expected is None and generator.poll() is not None:
+                out, err = generator.communicate()
+                if generator.returncode != 0:
+                    raise RuntimeError(f"load generator failed: {err[-2000:]}")
+                expected = json.loads(out.strip().splitlines()[-1])["in_window"]
+                deadline = time.monotonic() + DRAIN_TIMEOUT_S
+            if expected is not None and len(latencies) >= expected:
+                break
+            if time.monotonic() > deadline:
+                break
+            if not mirror.alive():
+                raise RuntimeError(f"{mirror.tool} exited under load; its log ends with:\n{mirror.log_tail()}")
+    finally:
+        if generator.poll() is None:
+            generator.kill()
+        consumer.close()
+    if cpu_start is None or cpu_end is None or rss is None or expected is None:
+        raise RuntimeError(f"the {name} load did not run through its window")
+    result = Steady(latencies, max(0, expected - len(latencies)), (cpu_end - cpu_start) / window_s, rss)
+    stats = result.stats()
+    say(f"{mirror.tool}: p50 {stats['p50']:.0f} ms, p99 {stats['p99']:.0f} ms, late {result.late}")
+    return result
+
+
+def _log_ends(admin: Any, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Each partition's end offset, asked again while a new topic's partitions are not served yet."""
+    deadline = time.monotonic() + 60
+    while True:
+        futures = admin.list_offsets(
+            {TopicPartition(*key): OffsetSpec.latest() for key in keys}, isolation_level=LATEST, request_timeout=30
+        )
+        try:
+            # ListOffsetsResultInfo has `offset` at run time; the package's stubs leave it out.
+            return {(tp.topic, tp.partition): int(f.result().offset) for tp, f in futures.items()}
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+class RemoteEnds:
+    """End offsets of every partition of the remote topics that exist so far, in one batched look-up per poll."""
+
+    def __init__(self, props: dict[str, str], topics: list[str], per_topic: int) -> None:
+        self._admin = confluent_admin(props)
+        self._topics = topics
+        self._per_topic = per_topic
+
+    def ends(self) -> dict[tuple[str, int], int]:
+        """(remote topic, partition) -> end offset, for the topics created so far."""
+        existing = set(self._admin.list_topics(timeout=15).topics)
+        wanted = [
+            TopicPartition(topic, partition)
+            for topic in self._topics
+            if topic in existing
+            for partition in range(self._per_topic)
+        ]
+        if not wanted:
+            return {}
+        futures = self._admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in wanted}, isolation_level=LATEST, request_timeout=15
+        )
+        found: dict[tuple[str, int], int] = {}
+        for tp, future in futures.items():
+            try:
+                found[(tp.topic, tp.partition)] = int(future.result().offset)  # type: ignore[attr-defined]
+            except KafkaException:
+                continue  # a topic still being created: not counted yet
+        return found
+
+    def close(self) -> None:
+        """Nothing to close (the admin client goes with the object)."""
+
+
+# -- the report ------------------------------------------------------------------------------------------
+HEADERS = [
+    "partitions",
+    "tool",
+    "catch-up: first → last (records/s)",
+    "start → first record (s)",
+    "start → every partition copying (s)",
+    "peak RSS in the catch-up (MiB)",
+    "10k/s over all: p50 / p99 (ms)",
+    "steady CPU (cores)",
+    "steady RSS (MiB)",
+    "10k/s on 10 busy, rest idle: p50 / p99 (ms)",
+    "late",
+]
+
+
+def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -> Section:
+    warmup_s, window_s = durations(options.quick)
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for shape in shapes(options.quick):
+        mine = {tool: [r for r in runs if r.tool == tool and r.shape == shape] for tool in TOOLS}
+        for tool in TOOLS:
+            if mine[tool]:
+                rows.append([shape.label, tool, *_cells(mine[tool])])
+        floor = [f for f in floors if f.shape == shape]
+        if floor:
+            few_floor = [f.few for f in floor if f.few is not None]
+            rows.append(
+                [
+                    shape.label,
+                    FLOOR,
+                    "",
+                    "",
+                    "",
+                    "",
+                    _pair([f.spread for f in floor]),
+                    "",
+                    "",
+                    _pair(few_floor) if few_floor else "-",
+                    "",
+                ]
+            )
+        if mine[STRAIT] and mine[MM2]:
+            rows.append([shape.label, "Strait ÷ MM2 (medians)", *_ratios(mine[STRAIT], mine[MM2])])
+            notes.append(_verdict(shape, mine[STRAIT], mine[MM2]))
+        if floor:
+            notes.append(_added(shape, mine, floor))
+    return Section(
+        key=KEY,
+        title="9. Real size: 12 to 4,000 partitions",
+        method=(
+            "Per run fresh source topics of 1 KiB records: one topic of 12 partitions, 100 topics x 10 partitions "
+            "or 400 x 10, each holding the same backlog spread evenly over every partition (written by "
+            "`benchmarks/spread_load.py`, a Python producer with the tools' producer settings). The tool starts "
+            "on a fresh flow whose topic regex matches them; the remote topics' end offsets are read every "
+            f"{POLL_S:g} s (one batched look-up): *start → first record*, *start → every partition copying* (every "
+            "remote partition holds a record) and *first → last* give the catch-up. Then, with the tool still "
+            f"running, {RATE:,} records/s are spread round-robin over every partition for {warmup_s:g} s of "
+            f"warm-up and {window_s:g} s measured, each record stamped with the producer's wall clock; a consumer "
+            "on the target (from the remote ends, in the benchmark process) takes each record's latency as receive "
+            "time minus its stamp, as in section 2; *the floor* is the same loads read on the source topics with no "
+            "replicator (what the producer, the source broker and the consumer cost). *Steady CPU* is the tool's "
+            "CPU seconds over the measured "
+            "window divided by its length (every process: for Strait topic-sync, data-mirror, Spark's JVM and "
+            "Python workers); *steady RSS* their summed resident memory at its end. Last, the same rate on the 10 "
+            "partitions of one topic while every other partition stays idle. Cells are medians of the runs "
+            f"({options.repeats} per tool and shape, Strait and MM2 alternating); *late* sums the window records "
+            f"that had not arrived {DRAIN_TIMEOUT_S} s after the load stopped. The ratio row divides Strait's "
+            "median by MM2's: above 1 is better for Strait in the rate column, below 1 in every other."
+        ),
+        headers=HEADERS,
+        rows=rows,
+        settings={
+            "load": f"{RATE:,} records/s x {RECORD_SIZE} B; backlog per shape: "
+            + "; ".join(f"{s.partitions:,} partitions: {s.backlog:,} records" for s in shapes(options.quick)),
+            "tools": "as in section 1 (same properties file, tasks.max = Strait's Spark tasks)",
+        },
+        raw={"runs": [r.as_dict() for r in runs]},
+        notes=notes,
+    )
+
+
+def _cells(runs: list[ScaleRun]) -> list[str]:
+    few = [r.few for r in runs if r.few is not None]
+    return [
+        num(median([r.catchup_rate for r in runs])),
+        num(median([r.first_s for r in runs]), 1),
+        num(median([r.every_partition_s for r in runs]), 1),
+        num(median([r.catchup_rss_mib for r in runs])),
+        _pair([r.spread for r in runs]),
+        num(median([r.spread.cpu_cores for r in runs]), 2),
+        num(median([r.spread.rss_mib for r in runs])),
+        _pair(few) if few else "-",
+        num(sum(r.spread.late + (r.few.late if r.few else 0) for r in runs)),
+    ]
+
+
+def _added(shape: Shape, by_tool: dict[str, list[ScaleRun]], floor: list[Floor]) -> str:
+    """Each tool's median latency minus the floor's, at p50 and p99, for both loads."""
+
+    def mark(loads: Sequence[Steady], at: str) -> float:
+        return median([load.stats()[at] for load in loads])
+
+    parts = []
+    for tool, runs in by_tool.items():
+        if not runs:
+            continue
+        spread = [mark([r.spread for r in runs], at) - mark([f.spread for f in floor], at) for at in ("p50", "p99")]
+        text = f"{tool} adds {spread[0]:,.0f} / {spread[1]:,.0f} ms (p50 / p99) over all partitions"
+        few, few_floor = [r.few for r in runs if r.few], [f.few for f in floor if f.few]
+        if few and few_floor:
+            busy = [mark(few, at) - mark(few_floor, at) for at in ("p50", "p99")]
+            text += f", {busy[0]:,.0f} / {busy[1]:,.0f} ms on the 10 busy"
+        parts.append(text)
+    return f"{shape.partitions:,} partitions, latency over the floor: " + "; ".join(parts) + "."
+
+
+def _pair(loads: Sequence[Steady]) -> str:
+    stats = [load.stats() for load in loads]
+    return f"{num(median([s['p50'] for s in stats]))} / {num(median([s['p99'] for s in stats]))}"
+
+
+def _ratios(strait: list[ScaleRun], mm2: list[ScaleRun]) -> list[str]:
+    def of(pick: Any) -> str:
+        mine, theirs = median([pick(r) for r in strait]), median([pick(r) for r in mm2])
+        return f"{mine / theirs:.2f}x" if theirs else "n/a"
+
+    def latency(get: Any, mark: str) -> str:
+        runs_s, runs_m = [get(r) for r in strait], [get(r) for r in mm2]
+        if any(x is None for x in runs_s + runs_m):
+            return "-"
+        mine = median([x.stats()[mark] for x in runs_s])
+        theirs = median([x.stats()[mark] for x in runs_m])
+        return f"{mine / theirs:.2f}x" if theirs else "n/a"
+
+    spread, few = (lambda r: r.spread), (lambda r: r.few)
+    return [
+        of(lambda r: r.catchup_rate),
+        of(lambda r: r.first_s),
+        of(lambda r: r.every_partition_s),
+        of(lambda r: r.catchup_rss_mib),
+        f"{latency(spread, 'p50')} / {latency(spread, 'p99')}",
+        of(lambda r: r.spread.cpu_cores),
+        of(lambda r: r.spread.rss_mib),
+        f"{latency(few, 'p50')} / {latency(few, 'p99')}",
+        "",
+    ]
+
+
+def _verdict(shape: Shape, strait: list[ScaleRun], mm2: list[ScaleRun]) -> str:
+    """Each goal of the scale issue at this shape, met or not, with the medians it was read from."""
+
+    def med(runs: list[ScaleRun], pick: Any) -> float:
+        return median([pick(r) for r in runs])
+
+    checks = [
+        (
+            "latency p50 ≤ MM2's",
+            med(strait, lambda r: r.spread.stats()["p50"]),
+            med(mm2, lambda r: r.spread.stats()["p50"]),
+            1.0,
+            False,
+        ),
+        (
+            "latency p99 ≤ MM2's",
+            med(strait, lambda r: r.spread.stats()["p99"]),
+            med(mm2, lambda r: r.spread.stats()["p99"]),
+            1.0,
+            False,
+        ),
+        ("catch-up ≥ 2x MM2's", med(strait, lambda r: r.catchup_rate), med(mm2, lambda r: r.catchup_rate), 2.0, True),
+        ("start → first record ≤ MM2's", med(strait, lambda r: r.first_s), med(mm2, lambda r: r.first_s), 1.0, False),
+        (
+            "peak RSS ≤ MM2's",
+            med(strait, lambda r: r.catchup_rss_mib),
+            med(mm2, lambda r: r.catchup_rss_mib),
+            1.0,
+            False,
+        ),
+        (
+            "steady CPU ≤ MM2's",
+            med(strait, lambda r: r.spread.cpu_cores),
+            med(mm2, lambda r: r.spread.cpu_cores),
+            1.0,
+            False,
+        ),
+    ]
+    parts = []
+    for name, mine, theirs, factor, higher in checks:
+        met = mine >= factor * theirs if higher else mine <= factor * theirs
+        parts.append(f"{name}: {'met' if met else 'NOT met'} ({mine:,.3g} vs {theirs:,.3g})")
+    return f"{shape.partitions:,} partitions: " + "; ".join(parts) + "."
