@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from services.data_mirror.control_link import ControlLink
 from services.data_mirror.flow_runtime import FlowRuntime
 from services.data_mirror.metrics import MirrorMetrics
-from services.data_mirror.plan import PartitionState, assign_slots
+from services.data_mirror.plan import PartitionState
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
 from services.data_mirror.spark_session import spark_conf, start_spark, unprotected_settings
@@ -91,6 +91,7 @@ class MirrorDriver:
         self._failures: dict[tuple[str, int], int] = {}
         self._not_before: dict[tuple[str, int], float] = {}
         self._last_progress: dict[tuple[str, str, int], float] = {}
+        self._topic_paths: dict[tuple[str, str], str] = {}  # (flow, source topic) -> the copy path last logged
         # Status goes out from its own thread: a discovery can wait long on a cluster that stopped answering,
         # and the status must say so meanwhile. `_problems`: (flow, kind) -> what fails right now.
         self.watch = ClusterWatch.for_flows(flows)
@@ -179,7 +180,7 @@ class MirrorDriver:
         now = time.monotonic()
         for runtime in self.runtimes.values():
             flow = runtime.flow.name
-            plan = assign_slots(list(runtime.states.values()), self.slots)
+            plan = runtime.plan(self.slots)
             handovers: list[SlotRun] = []
             for slot in range(self.slots):
                 key = (flow, slot)
@@ -303,17 +304,21 @@ class MirrorDriver:
                 if state is not None:
                     self._apply(state, progress)
 
-    @staticmethod
-    def _note_copy_path(state: PartitionState, report: CopyReport) -> None:
-        """Log when a partition's records start travelling as forwarded batches, or stop (and why)."""
+    def _note_copy_path(self, state: PartitionState, report: CopyReport) -> None:
+        """Log when a topic's records start travelling as forwarded batches, or stop (and why): once per topic and
+        change, naming the first partition that changed (one line per partition would be thousands at start)."""
         if report.reencoded_reason is not None:
             path = report.reencoded_reason
         elif report.forwarded:
             path = "batches"
         else:
             return
-        if path != state.copy_path:
-            state.copy_path = path
+        if path == state.copy_path:
+            return
+        state.copy_path = path
+        topic = (state.flow, state.source_topic)
+        if self._topic_paths.get(topic) != path:
+            self._topic_paths[topic] = path
             event = "batches_forwarded" if path == "batches" else "batches_reencoded"
             _log.info(event, flow=state.flow, topic=state.source_topic, partition=state.partition, reason=path)
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import structlog
 
 from services.data_mirror.discovery import LIST_TIMEOUT_S, MirroredTopic, discover
-from services.data_mirror.plan import FlowClients, PartitionState
+from services.data_mirror.plan import FlowClients, PartitionState, assign_slots
 from services.data_mirror.task_secrets import SecretVault
+from services.data_mirror.work import PartitionWork
 from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC, progress_topic
 from shared.control.topic_names import is_mirror_transactional_id, mirror_transactional_id
@@ -83,6 +84,7 @@ class FlowRuntime:
         self._dormant: dict[tuple[str, int], PartitionState] = {}
         self.limits: dict[str, int] = {}
         self._limits_refreshed = 0.0
+        self._plans: dict[int, dict[int, tuple[PartitionWork, ...]]] = {}  # slot count -> plan, until a refresh
         self._configured_batch = int(self.clients.target_producer.get("batch.size", DEFAULT_BATCH_BYTES))
         _log.info(
             "flow_loaded",
@@ -135,6 +137,7 @@ class FlowRuntime:
         were; a source topic that disappeared is listed in `gone` until it is back.
         """
         lookup = lookup or self.look_up()
+        self._plans.clear()
         mirrored, self.waiting = lookup.mirrored, lookup.waiting
         self._apply_limits(lookup)
         source_ids, remote_ids = lookup.source_ids, lookup.remote_ids
@@ -163,6 +166,14 @@ class FlowRuntime:
             self._dormant[key] = self.states.pop(key)
         self._note_missing({topic for topic, _ in removed}, {topic.source_topic for topic in mirrored})
         return changed
+
+    def plan(self, slots: int) -> dict[int, tuple[PartitionWork, ...]]:
+        """slot -> the partitions it copies (`assign_slots`), made again only after a refresh: the driver asks
+        every round, and planning thousands of partitions each time cost more than the round itself."""
+        found = self._plans.get(slots)
+        if found is None:
+            found = self._plans[slots] = assign_slots(list(self.states.values()), slots)
+        return found
 
     def _revive(self, key: tuple[str, int], remote_topic: str) -> PartitionState:
         """A partition (again) mirrored: its state from earlier in this run, else from the committed progress."""
