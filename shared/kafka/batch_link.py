@@ -63,6 +63,7 @@ _NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE, UNKNOWN_TOPIC_OR_PART
 SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer wraps them
 DEFAULT_MAX_REQUEST_BYTES = 1_048_576  # Kafka's producer default `max.request.size`
 DEFAULT_BUFFER_BYTES = 33_554_432  # Kafka's producer default `buffer.memory`
+DEFAULT_MAX_IN_FLIGHT_REQUESTS = 5  # Kafka's producer default `max.in.flight.requests.per.connection`
 REQUEST_OVERHEAD_BYTES = 512  # a Produce request's header and per-topic, per-partition framing, generously
 
 
@@ -302,9 +303,14 @@ class BatchProducer:
         delivery_timeout_s: float,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
     ) -> None:
         self._client = client
         self._max_request_bytes = max_request_bytes
+        # A broker reads one request per connection at a time: more in flight only wait in socket buffers, each
+        # as an encoded copy of batches already counted once (a target that stops answering would hold them all).
+        self._max_in_flight_requests = max(1, max_in_flight_requests)
+        self._node_requests: dict[int, int] = {}  # requests in flight per target broker
         self.buffer_bytes = buffer_bytes  # what the caller may hold here, queued and in flight (it fetches less)
         self.buffered_bytes = 0
         self._timeout_ms = request_timeout_ms
@@ -371,10 +377,12 @@ class BatchProducer:
         return not any(lane.queued or lane.in_flight for lane in self._lanes.values())
 
     def pump(self) -> None:
-        """Send a Produce request per leader holding the next batch of every partition that has room."""
+        """Send Produce requests per leader holding the next batch of every partition that has room, at most
+        `max_in_flight_requests` per leader at a time (what does not fit waits for an answer)."""
         self._raise_failure()
         now = time.monotonic()
         by_node: dict[int, dict[PartitionKey, OutgoingBatch]] = {}
+        budget: dict[int, int] = {}  # bytes each leader's free request slots can still carry this round
         for key, lane in self._lanes.items():
             if not lane.queued:
                 continue
@@ -391,6 +399,12 @@ class BatchProducer:
                 continue
             if lane.in_flight and node != lane.node:
                 continue  # one connection keeps a partition's batches in order: the new leader gets them after
+            if node not in budget:
+                free = self._max_in_flight_requests - self._node_requests.get(node, 0)
+                budget[node] = free * (self._max_request_bytes - REQUEST_OVERHEAD_BYTES)
+            if budget[node] <= 0:
+                continue
+            budget[node] -= len(head.payload) + REQUEST_OVERHEAD_BYTES // 4 + len(key[0])
             lane.node = node
             lane.queued.popleft()
             if head.sequence < 0:
@@ -401,10 +415,18 @@ class BatchProducer:
             by_node.setdefault(node, {})[key] = head
         for node, batches in by_node.items():
             # Requests to one leader share its connection, which answers them in order: batches stay in order.
-            for request in split_requests(batches, self._max_request_bytes):
+            requests = split_requests(batches, self._max_request_bytes)
+            free = self._max_in_flight_requests - self._node_requests.get(node, 0)
+            for request in requests[:free]:
+                self._node_requests[node] = self._node_requests.get(node, 0) + 1
                 task = asyncio.ensure_future(self._produce(node, request))
                 self._requests.add(task)
                 task.add_done_callback(self._requests.discard)
+            for request in requests[free:]:  # packing left them over: back to the front of their lanes, in order
+                for key, batch in request.items():
+                    lane = self._lanes[key]
+                    lane.in_flight.remove(batch)
+                    lane.queued.appendleft(batch)  # (keeps its sequence: it is the lane's newest)
 
     def resume(self, key: PartitionKey) -> None:
         """After a refusal: drop what was queued for the partition meanwhile (reported as DROPPED) and let the
@@ -429,6 +451,13 @@ class BatchProducer:
         return landed
 
     async def _produce(self, node: int, batches: dict[PartitionKey, OutgoingBatch]) -> None:
+        try:
+            await self._send_request(node, batches)
+        finally:
+            self._node_requests[node] -= 1
+            self._changed.set()  # a request slot is free again
+
+    async def _send_request(self, node: int, batches: dict[PartitionKey, OutgoingBatch]) -> None:
         by_topic: dict[str, list[tuple[int, bytes]]] = {}
         for (topic, partition), batch in batches.items():
             by_topic.setdefault(topic, []).append((partition, bytes(batch.payload)))
@@ -545,6 +574,9 @@ async def open_batch_link(
         delivery_timeout_s=number(target_props, "delivery.timeout.ms", DEFAULT_DELIVERY_TIMEOUT_MS) / 1000,
         max_request_bytes=number(target_props, "max.request.size", DEFAULT_MAX_REQUEST_BYTES),
         buffer_bytes=number(target_props, "buffer.memory", DEFAULT_BUFFER_BYTES),
+        max_in_flight_requests=number(
+            target_props, "max.in.flight.requests.per.connection", DEFAULT_MAX_IN_FLIGHT_REQUESTS
+        ),
     )
     link = BatchLink(fetcher, producer, read_committed)
     try:  # both clusters at once: a task's start-up waits for the slower one only

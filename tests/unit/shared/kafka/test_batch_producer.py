@@ -197,3 +197,65 @@ async def test_the_room_left_shrinks_with_every_batch_held_and_comes_back_as_the
         producer.send(_batch(2, note))
     assert [x.outcome for x in await _run(producer, 2)] == [REFUSED, DROPPED]
     assert producer.room() == 10_000, "a refused or dropped batch is no longer held"
+
+
+class _SlowBroker:
+    """Answers every partition of a Produce with success, but only when the test lets it (`gate`); counts the
+    requests in flight at once, as a broker reading one request per connection at a time would see them queue."""
+
+    def __init__(self) -> None:
+        self.cluster = _Cluster()
+        self.gate = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.written: list[tuple[int, int]] = []  # (partition, sequence) in the order requests were answered
+
+    async def send(self, _node: int, request: Any) -> Any:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await self.gate.wait()
+        self.in_flight -= 1
+        answers = []
+        for topic, parts in request._topics:
+            for partition, payload in parts:
+                self.written.append((partition, struct.unpack_from(">i", payload, 53)[0]))
+                answers.append((topic, [(partition, 0, len(self.written))]))
+        return type("Response", (), {"topics": answers})()
+
+    def force_metadata_update(self) -> None:
+        pass
+
+
+def _big_batch(partition: int, note: str) -> OutgoingBatch:
+    builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+    builder.append(0, 1_000, None, bytes(300_000), [])
+    return OutgoingBatch((TOPIC, partition), bytearray(builder.build()), 1, note)
+
+
+@pytest.mark.asyncio
+async def test_at_most_the_in_flight_request_limit_waits_on_a_broker_and_the_rest_follows_in_order() -> None:
+    broker = _SlowBroker()
+    producer = BatchProducer(
+        broker,
+        request_timeout_ms=1_000,
+        delivery_timeout_s=30,
+        max_request_bytes=1 << 20,
+        max_in_flight_requests=2,
+    )
+    producer.producer_id, producer.producer_epoch = 7, 0
+    for partition in range(12):
+        for note in "ab":
+            producer.send(_big_batch(partition, f"{partition}{note}"))
+    for _ in range(20):  # the broker does not answer: nothing beyond two requests goes out
+        producer.pump()
+        await asyncio.sleep(0.001)
+    assert broker.most_in_flight == 2
+    assert len(broker.written) == 0
+    broker.gate.set()
+    landed = await _run(producer, 24)
+    assert broker.most_in_flight == 2
+    assert sorted(x.batch.note for x in landed) == sorted(f"{p}{n}" for p in range(12) for n in "ab")
+    assert all(x.outcome is ACKED for x in landed)
+    for partition in range(12):  # each partition's batches went out in order, with running sequences
+        assert [seq for p, seq in broker.written if p == partition] == [0, 1]
+    assert producer.idle()
