@@ -88,8 +88,8 @@ def collect(flows: Sequence[FlowConfig], topics: Sequence[str], translator_url: 
         statuses = statuses_from_clusters(tuple(flows), stale_after_s=30)
         for flow in flows:
             remote = {topic: FlowTopics.for_flow(flow).remote_topic(topic) for topic in topics}
-            on_source = topic_end_offsets(flow.source_consumer_props(), topics, timeout_s=5)
-            on_target = topic_end_offsets(flow.target_consumer_props(), list(remote.values()), timeout_s=5)
+            on_source = topic_end_offsets(flow.source_admin_props(), topics, timeout_s=5)
+            on_target = topic_end_offsets(flow.target_admin_props(), list(remote.values()), timeout_s=5)
             rows += [
                 TopicRow(flow.name, topic, remote[topic], on_source[topic], on_target[remote[topic]])
                 for topic in topics

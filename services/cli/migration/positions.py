@@ -98,6 +98,6 @@ def read_positions(flow: FlowConfig, *, offsets_topic: str | None = None, timeou
     return FlowPositions(
         mm2=mm2_positions(flow, topic, timeout_s=timeout_s),
         strait=strait_positions(flow, timeout_s=timeout_s),
-        watermarks=partition_watermarks(flow.source_consumer_props(), partitions, timeout_s=timeout_s),
+        watermarks=partition_watermarks(flow.source_admin_props(), partitions, timeout_s=timeout_s),
         mm2_offsets_topic=topic,
     )
