@@ -576,6 +576,11 @@ def _ratios(strait: list[ScaleRun], mm2: list[ScaleRun]) -> list[str]:
     ]
 
 
+def _figure(value: float) -> str:
+    """A measured figure as the table shows it: whole numbers from 100 up, two decimals below."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
 def _verdict(shape: Shape, strait: list[ScaleRun], mm2: list[ScaleRun]) -> str:
     """Each goal of the scale issue at this shape, met or not, with the medians it was read from."""
 
@@ -617,5 +622,5 @@ def _verdict(shape: Shape, strait: list[ScaleRun], mm2: list[ScaleRun]) -> str:
     parts = []
     for name, mine, theirs, factor, higher in checks:
         met = mine >= factor * theirs if higher else mine <= factor * theirs
-        parts.append(f"{name}: {'met' if met else 'NOT met'} ({mine:,.3g} vs {theirs:,.3g})")
+        parts.append(f"{name}: {'met' if met else 'NOT met'} ({_figure(mine)} vs {_figure(theirs)})")
     return f"{shape.partitions:,} partitions: " + "; ".join(parts) + "."
