@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
@@ -283,10 +283,26 @@ def read_partition(props: dict[str, str], topic: str, partition: int, end_count:
         consumer.close()
 
 
+COORDINATOR_MOVING = frozenset(
+    {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
+)
+
+
 def commit(props: dict[str, str], group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit `offsets` for `group`, asking again while the group's coordinator is still being placed or loaded
+    (a broker answers a new group's first commit that way for a moment, as Kafka's own clients retry)."""
     consumer = confluent_consumer(props, **{"group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+                return
+            except KafkaException as exc:
+                code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if code not in COORDINATOR_MOVING or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 
