@@ -185,7 +185,7 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
     make_topics(lab.source_admin(), [topic], PARTITIONS)
     setup = MirrorSetup(source_alias, target_alias, topics=topic, tasks=lab.options.tasks)
     run_dir = lab.run_dir(f"{source_alias}-{'floor' if floor else tool.lower()}-latency")
-    mirror = _NoMirror() if floor else open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    mirror = NoMirror() if floor else open_mirror(tool, setup, lab.source, lab.target, run_dir)
     load = perf_process(
         lab.source.bootstrap_servers,
         topic,
@@ -324,8 +324,10 @@ def _source_total(lab: Lab, topic: str) -> int:
         probe.close()
 
 
-class _NoMirror:
-    """The floor's stand-in for a tool: nothing runs, nothing is sampled."""
+class NoMirror:
+    """The floor's stand-in for a tool (here and in section 9): nothing runs, nothing is sampled."""
+
+    tool = FLOOR
 
     def start(self) -> None:
         """Nothing to start."""

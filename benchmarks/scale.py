@@ -24,6 +24,7 @@ from confluent_kafka.admin import NewTopic, OffsetSpec
 from benchmarks.console import say
 from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSetup, open_mirror
 from benchmarks.lab import Lab, delete_topics, wait_until
+from benchmarks.latency import FLOOR, NoMirror
 from benchmarks.model import BenchOptions, Section, percentile
 from benchmarks.tables import median, num
 from benchmarks.usage import UsageSampler
@@ -36,7 +37,6 @@ BUSY_TOPICS = 1  # the "few busy" case: the partitions of this many topics get t
 POLL_S = 0.25
 START_TIMEOUT_S = 300
 DRAIN_TIMEOUT_S = 60
-FLOOR = "no replicator (floor)"
 LATEST = IsolationLevel.READ_UNCOMMITTED  # the log end: both tools write without transactions here
 
 
@@ -172,24 +172,6 @@ def measure_floor(lab: Lab, shape: Shape, warmup_s: float, window_s: float) -> F
         sampler.finish()
         delete_topics(lab.source_admin(), topics)
     return Floor(shape, spread, few)
-
-
-class NoMirror:
-    """The floor's stand-in for a tool: nothing runs, nothing is sampled, and the records are read on the source."""
-
-    tool = FLOOR
-
-    def measure(self, scenario: str) -> UsageSampler:
-        """A sampler over no process."""
-        return UsageSampler(FLOOR, scenario, {}, lambda _name, _process, _root: "").start()
-
-    def alive(self) -> bool:
-        """Always: there is nothing to die."""
-        return True
-
-    def log_tail(self) -> str:
-        """No log."""
-        return ""
 
 
 # -- one run ---------------------------------------------------------------------------------------------
