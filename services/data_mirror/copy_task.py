@@ -284,17 +284,35 @@ class CopyTask:
         if low is None or high is None:
             self._hold(part)  # the topic is gone: the driver's next refresh drops it
             return
-        resume = (
-            position
-            if low <= position <= high
-            else part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
-        )
+        diverged = self._diverged_below(part, position) if position > high else None
+        if diverged is not None:  # truncated under us (an unclean election): copy again from where it diverged
+            part.diverge(diverged)
+            part.reset_from, resume = position, diverged
+        elif low <= position <= high:
+            resume = position
+        else:
+            resume = part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
         # After its out-of-range error the consumer no longer fetches the partition and refuses a seek (_STATE):
         # it is assigned again at the new position.
         consumer = self.clients.consumer
         consumer.incremental_unassign([TopicPartition(*part.work.key)])
         consumer.incremental_assign([TopicPartition(*part.work.key, resume)])
         part.paused, part.fetched_next = False, resume
+
+    def _diverged_below(self, part: PartitionCopy, position: int) -> int | None:
+        """The source partition ends before `position`: if the leader epoch of our position now ends below it
+        (KIP-320, as the Java consumer checks after a leader change), the log was truncated there and what
+        follows is new; otherwise None (no epoch known: auto.offset.reset decides). A topic made again under the
+        same name may answer like a truncation here; the driver's next refresh sees its new id and restarts the
+        partition from its start, so that case copies twice rather than skip."""
+        if part.leader_epoch is None:
+            return None
+        try:
+            end = self.clients.epoch_ends({part.work.key: part.leader_epoch}).get(part.work.key)
+        except Exception:  # the look-up failed: auto.offset.reset decides, as before epochs; counted, so it shows
+            self.read_errors += 1
+            return None
+        return end if end is not None and end < position else None
 
     def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
         """The consumer (checking CRCs) found a corrupt source record: its partition stops there."""

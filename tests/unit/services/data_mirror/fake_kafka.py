@@ -81,9 +81,17 @@ class FakeConsumer:
         self.positions: dict[tuple[str, int], int] = {}
         self.paused: set[tuple[str, int]] = set()
         self.errors: list[FakeMessage] = []  # returned by the next consume, before any record
+        self.leader_epoch: int | None = None  # reported with each position, as librdkafka does (KIP-320)
 
     def assign(self, tps: list[TopicPartition]) -> None:
         self.positions = {(tp.topic, tp.partition): tp.offset for tp in tps}
+
+    def incremental_assign(self, tps: list[TopicPartition]) -> None:
+        self.positions |= {(tp.topic, tp.partition): tp.offset for tp in tps}
+
+    def incremental_unassign(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            self.positions.pop((tp.topic, tp.partition), None)
 
     def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
         out, self.errors = self.errors, []
@@ -111,7 +119,11 @@ class FakeConsumer:
         self.positions[(tp.topic, tp.partition)] = tp.offset
 
     def position(self, tps: list[TopicPartition]) -> list[TopicPartition]:
-        return [TopicPartition(tp.topic, tp.partition, self.positions[(tp.topic, tp.partition)]) for tp in tps]
+        epoch = -1 if self.leader_epoch is None else self.leader_epoch
+        return [
+            TopicPartition(tp.topic, tp.partition, self.positions[(tp.topic, tp.partition)], leader_epoch=epoch)
+            for tp in tps
+        ]
 
     def get_watermark_offsets(self, tp: TopicPartition, cached: bool = False) -> tuple[int, int]:
         return (0, len(self.cluster.log(tp.topic, tp.partition)))

@@ -243,3 +243,39 @@ def test_a_position_past_the_source_end_follows_auto_offset_reset_latest() -> No
     assert error is None
     assert len(cluster.log("A.orders", 0)) == 100  # nothing of what the source holds now is copied
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 40
+
+
+def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_diverged() -> None:
+    """The new leader's log ends below the position (an unclean election, before anything new is written there):
+    the consumer reports the position out of range, and the leader epoch of the position ends where the log
+    diverged. Copying goes on there, not at the log start: what was copied stays, nothing is copied twice."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 80)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    clients.consumer.leader_epoch = 3
+    clients.epoch_ends = lambda epochs: {key: 50 for key, epoch in epochs.items() if epoch == 3}
+    truncated = False
+
+    def handover() -> bool:
+        nonlocal truncated
+        copied = len(cluster.log("A.orders", 0))
+        progress = read_progress(cluster, PROGRESS, FLOW).get(("orders", 0))
+        if not truncated and copied == 80 and progress is not None and progress.next_offset == 80:
+            truncated = True
+            _truncate_source_to(cluster, 50)  # the new leader held 50 records of epoch 3
+            reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, "offset 80 out of range", fatal=False)
+            clients.consumer.errors = [FakeMessage("orders", 0, 80, Record(None, None, 0, None), error=reset)]
+            _fill(cluster, 0, 10, start=1000)  # then written by it at 50..59
+            return False
+        return (truncated and copied >= 90) or time.monotonic() > deadline
+
+    deadline = time.monotonic() + 5
+    clients.handover_requested = handover
+    result = CopyTask(_spec(1), clients).run()
+    assert result.error is None
+    source = [r.value for r in cluster.log("orders", 0)]
+    target = _values(cluster, 0)
+    assert len(target) == 90, "the 30 truncated records stay copied, the 10 new ones arrive once"
+    assert target[:50] == source[:50]
+    assert target[80:] == source[50:]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 60
