@@ -11,6 +11,7 @@ from benchmarks.findings import throughput_notes
 from benchmarks.lab import Lab
 from benchmarks.model import BenchOptions, Section
 from benchmarks.producer_perf import PerfResult
+from benchmarks.replica_ceiling import ReplicaCopy, replica_bench
 from benchmarks.strait_profile import StraitProfiler, profile_copy
 from benchmarks.tables import best_median, best_median_rate, median, percent, ratio
 
@@ -25,30 +26,36 @@ def copy_timeout_s(dataset: Dataset) -> float:
 
 
 def run(options: BenchOptions, lab: Lab) -> Section:
-    """Fill the topics, then per repeat: raw produce rate, Strait copy, MM2 copy, for each record size."""
+    """Fill the topics, then per repeat and record size: the replica fetcher's rate, the raw produce rate,
+    Strait's copy, MM2's copy."""
     sets = datasets(options.quick)
     fills = {dataset.label: fill(lab, dataset) for dataset in sets}
     copies: list[CopyResult] = []
     ceilings: dict[str, list[PerfResult]] = defaultdict(list)
+    replicas: dict[str, list[ReplicaCopy]] = defaultdict(list)
     inline = StraitProfiler(lab) if lab.profile_wanted and options.quick else None
-    for repeat in range(options.repeats):
-        for dataset in sets:
-            ceilings[dataset.label].append(raw_produce_rate(lab, dataset, repeat))
-            for tool in TOOLS:  # alternating: Strait, MM2, Strait, MM2, ...
-                profiled = inline is not None and tool == STRAIT and repeat == 0 and dataset == sets[0]
-                attach = inline.attach if inline is not None and profiled else None
-                result = copy_topic(
-                    lab, tool, dataset, timeout_s=copy_timeout_s(dataset), attach=attach, verify=not profiled
-                )
-                if inline is not None and profiled:
-                    lab.profile = inline.summary(result, measured=True)
-                copies.append(result)
-                lab.usage.append(result.usage)
+    with replica_bench(options, sets) as replica:
+        for repeat in range(options.repeats):
+            for dataset in sets:
+                replicas[dataset.label].append(replica.catch_up(dataset, timeout_s=copy_timeout_s(dataset)))
+                ceilings[dataset.label].append(raw_produce_rate(lab, dataset, repeat))
+                for tool in TOOLS:  # alternating: Strait, MM2, Strait, MM2, ...
+                    profiled = inline is not None and tool == STRAIT and repeat == 0 and dataset == sets[0]
+                    attach = inline.attach if inline is not None and profiled else None
+                    result = copy_topic(
+                        lab, tool, dataset, timeout_s=copy_timeout_s(dataset), attach=attach, verify=not profiled
+                    )
+                    if inline is not None and profiled:
+                        lab.profile = inline.summary(result, measured=True)
+                    copies.append(result)
+                    lab.usage.append(result.usage)
     if lab.profile_wanted and not options.quick:
         profile_copy(lab, sets[0], timeout_s=copy_timeout_s(sets[0]))
     rows: list[list[str]] = []
     for dataset in sets:
-        rows += _rows(dataset, [c for c in copies if c.dataset == dataset], ceilings[dataset.label])
+        rows += _rows(
+            dataset, [c for c in copies if c.dataset == dataset], ceilings[dataset.label], replicas[dataset.label]
+        )
     example = MirrorSetup("<src>", "<tgt>", topics="bench-1k", tasks=options.tasks)
     return Section(
         key=KEY,
@@ -63,9 +70,18 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "(best = the shortest run). MiB/s counts record values (2^20 bytes), as the producer tool does. "
             "*Raw produce* is kafka-producer-perf-test writing the same number of records of the same size to a "
             "fresh 12-partition topic on the same target broker with the same producer settings, measured before "
-            "each pair of runs: the ceiling a replicator cannot beat on these brokers. Strait's share is its median "
-            "copy rate over the median raw produce rate. Brokers, tools and load generators share this machine's "
-            "cores, so every number here includes that contention."
+            "each pair of runs: the ceiling of a replicator that builds every record (as MM2 does). *Replica "
+            "fetcher* is Kafka copying the same data set from one broker to another: a two-broker cluster with "
+            "the same broker settings holds the data set (filled by the same producer) on broker 1; before each "
+            "pair of runs broker 2 is added as a replica of every partition with one AlterPartitionReassignments "
+            "call; the calling JVM polls both brokers' log sizes every 20 ms: *start* is the request, *first* the "
+            "first byte on broker 2, *last* the moment its logs hold as many bytes as broker 1's (it then joins "
+            "every ISR, which is awaited too); then the replica is removed again. The follower copies record "
+            "batches as they are stored, as Strait's batch forwarding does, with Kafka's defaults (one replica "
+            "fetcher thread per leader broker, 1 MiB per partition per fetch), and writes to the same disk: the "
+            "ceiling of a replicator that forwards batches. Each tool's share is its median copy rate over the "
+            "median of each ceiling. Brokers, tools and load generators share this machine's cores, so every "
+            "number here includes that contention."
         ),
         headers=[
             "records",
@@ -76,6 +92,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "first → last: MiB/s",
             "first record after (s)",
             "share of raw produce rate",
+            "share of replica-fetcher rate",
         ],
         rows=rows,
         settings={
@@ -85,17 +102,21 @@ def run(options: BenchOptions, lab: Lab) -> Section:
         raw={
             "runs": [c.as_dict() for c in copies],
             "raw_produce": {label: [vars(r) for r in results] for label, results in ceilings.items()},
+            "replica_fetcher": {label: [vars(r) for r in results] for label, results in replicas.items()},
             "fill": {label: vars(result) for label, result in fills.items()},
             "strait_profile": lab.profile,
         },
-        notes=throughput_notes(sets, copies, ceilings, lab.profile),
+        notes=throughput_notes(sets, copies, ceilings, replicas, lab.profile),
     )
 
 
-def _rows(dataset: Dataset, copies: list[CopyResult], ceilings: list[PerfResult]) -> list[list[str]]:
+def _rows(
+    dataset: Dataset, copies: list[CopyResult], ceilings: list[PerfResult], replicas: list[ReplicaCopy]
+) -> list[list[str]]:
     n, size = dataset.records, dataset.value_bytes / MIB
     by_tool = {tool: [c for c in copies if c.tool == tool] for tool in TOOLS}
     ceiling_rate = median([c.records_per_s for c in ceilings])
+    replica_rate = median([r.records_per_s for r in replicas]) if replicas else 0.0
     rows = []
     for tool in TOOLS:
         runs = by_tool[tool]
@@ -113,13 +134,16 @@ def _rows(dataset: Dataset, copies: list[CopyResult], ceilings: list[PerfResult]
                 best_median_rate(size, copy, 1),
                 best_median([c.first_s for c in runs]),
                 percent((n / median(copy)) / ceiling_rate) if ceiling_rate else "n/a",
+                percent((n / median(copy)) / replica_rate) if replica_rate else "n/a",
             ]
         )
     if by_tool[STRAIT] and by_tool[MM2]:
         strait, mm2 = by_tool[STRAIT], by_tool[MM2]
         total_ratio = ratio(median([c.last_s for c in mm2]), median([c.last_s for c in strait]))
         copy_ratio = ratio(median([c.copy_s for c in mm2]), median([c.copy_s for c in strait]))
-        rows.append([dataset.label, "Strait ÷ MM2 (medians)", total_ratio, total_ratio, copy_ratio, copy_ratio, "", ""])
+        rows.append(
+            [dataset.label, "Strait ÷ MM2 (medians)", total_ratio, total_ratio, copy_ratio, copy_ratio, "", "", ""]
+        )
     rates = [c.records_per_s for c in ceilings]
     mibs = [c.mib_per_s for c in ceilings]
     rows.append(
@@ -132,6 +156,21 @@ def _rows(dataset: Dataset, copies: list[CopyResult], ceilings: list[PerfResult]
             best_median(mibs, 1, lower_is_better=False),
             "",
             "100%",
+            percent(median(rates) / replica_rate) if replica_rate else "n/a",
         ]
     )
+    if replicas:
+        rows.append(
+            [
+                dataset.label,
+                "replica fetcher (broker → broker)",
+                best_median_rate(n, [r.copied_s for r in replicas]),
+                best_median_rate(size, [r.copied_s for r in replicas], 1),
+                best_median_rate(n, [r.seconds for r in replicas]),
+                best_median_rate(size, [r.seconds for r in replicas], 1),
+                "",
+                percent(replica_rate / ceiling_rate) if ceiling_rate else "n/a",
+                "100%",
+            ]
+        )
     return rows

@@ -13,6 +13,7 @@ from benchmarks.findings import versus
 from benchmarks.model import Section
 from benchmarks.producer_perf import parse_summary
 from benchmarks.profiling import parse_collapsed
+from benchmarks.replica_ceiling import ReplicaCopy, parse_answer
 from benchmarks.report import Outcome, Report, render
 from benchmarks.runner import parse_only
 from benchmarks.usage import UsageSampler
@@ -136,3 +137,13 @@ def test_usage_sampler_counts_cpu_and_memory_of_a_whole_process_tree() -> None:
     assert usage.processes == {"root": 1, "child": 1}
     assert usage.peak_total_rss_mib >= usage.peak_rss_mib["child"] > 1
     assert sampler.finish() is usage
+
+
+def test_the_replica_helpers_answer_is_found_among_client_log_lines_and_rated_first_to_last() -> None:
+    answer = parse_answer(
+        "[main] WARN AdminClient something\n"
+        '{"partitions":12,"first_micros":500000,"copied_micros":2500000,"in_sync_micros":2600000}\n'
+    )
+    assert answer == {"partitions": 12, "first_micros": 500000, "copied_micros": 2500000, "in_sync_micros": 2600000}
+    copy = ReplicaCopy("1 KiB", 100_000, 100 * 1024 * 1024, 0.5, 2.5, 2.6)
+    assert (copy.seconds, copy.records_per_s, copy.mib_per_s) == (2.0, 50_000, 50.0)

@@ -1,0 +1,142 @@
+/*
+ * Strait benchmark tooling: times Kafka's own replica fetcher copying a topic from one broker to another.
+ *
+ * Usage: java -cp <kafka classpath>:<dir> ReplicaCatchUp <bootstrap> <topic> <leader> <follower> <timeoutMs>
+ * Every partition of <topic> must have the single replica <leader>. The tool asks for <follower> as a second
+ * replica of every partition (one AlterPartitionReassignments call) and polls both brokers' log sizes every
+ * 20 ms (DescribeLogDirs): the first byte on the follower, the moment its logs hold as many bytes as the
+ * leader's (the copy, as the replica fetcher sends the stored batches unchanged), and then the moment it is
+ * in every partition's ISR. Then it removes the replica again and waits until that reassignment is done, so
+ * the next run starts from the same state. Times are from the reassignment request, printed as one JSON line:
+ * {"partitions":12,"first_micros":..,"copied_micros":..,"in_sync_micros":..}
+ * Exit 1 when the catch-up or the removal does not finish within <timeoutMs>.
+ */
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
+import org.apache.kafka.clients.admin.ReplicaInfo;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+
+public final class ReplicaCatchUp {
+
+    private static final long POLL_MILLIS = 20;
+
+    private ReplicaCatchUp() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 5) {
+            System.err.println("usage: ReplicaCatchUp <bootstrap> <topic> <leader> <follower> <timeoutMs>");
+            System.exit(2);
+        }
+        String topic = args[1];
+        int leader = Integer.parseInt(args[2]);
+        int follower = Integer.parseInt(args[3]);
+        long timeoutMillis = Long.parseLong(args[4]);
+        Properties properties = new Properties();
+        properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        try (Admin admin = Admin.create(properties)) {
+            int partitions = describe(admin, topic).partitions().size();
+            long started = System.nanoTime();
+            long deadline = started + Duration.ofMillis(timeoutMillis).toNanos();
+            reassign(admin, topic, partitions, List.of(leader, follower));
+            long first = -1;
+            long copied = -1;
+            while (copied < 0 && System.nanoTime() < deadline) {
+                long leaderBytes = logBytes(admin, topic, leader);
+                long followerBytes = logBytes(admin, topic, follower);
+                long now = (System.nanoTime() - started) / 1000;
+                if (first < 0 && followerBytes > 0) {
+                    first = now;
+                }
+                if (followerBytes == leaderBytes && leaderBytes > 0) {
+                    copied = now;
+                } else {
+                    Thread.sleep(POLL_MILLIS);
+                }
+            }
+            if (copied < 0 || !waitFor(admin, topic, timeoutMillis, info -> inIsr(info, follower))) {
+                System.err.println("replica " + follower + " of " + topic + " not in sync after " + timeoutMillis + " ms");
+                System.exit(1);
+            }
+            long inSync = (System.nanoTime() - started) / 1000;
+            reassign(admin, topic, partitions, List.of(leader));
+            if (!waitFor(admin, topic, timeoutMillis, info -> info.replicas().size() == 1)) {
+                System.err.println("replica " + follower + " of " + topic + " not removed after " + timeoutMillis + " ms");
+                System.exit(1);
+            }
+            System.out.println("{\"partitions\":" + partitions + ",\"first_micros\":" + first
+                + ",\"copied_micros\":" + copied + ",\"in_sync_micros\":" + inSync + "}");
+        }
+    }
+
+    private interface PartitionCheck {
+        boolean holds(TopicPartitionInfo info);
+    }
+
+    private static TopicDescription describe(Admin admin, String topic) throws Exception {
+        return admin.describeTopics(Set.of(topic)).allTopicNames().get().get(topic);
+    }
+
+    /** Bytes of the topic's logs on one broker (0 before the broker has any). */
+    private static long logBytes(Admin admin, String topic, int broker) throws Exception {
+        long total = 0;
+        Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(List.of(broker)).allDescriptions().get();
+        for (LogDirDescription dir : dirs.getOrDefault(broker, Map.of()).values()) {
+            for (Map.Entry<TopicPartition, ReplicaInfo> replica : dir.replicaInfos().entrySet()) {
+                if (replica.getKey().topic().equals(topic)) {
+                    total += replica.getValue().size();
+                }
+            }
+        }
+        return total;
+    }
+
+    private static void reassign(Admin admin, String topic, int partitions, List<Integer> replicas) throws Exception {
+        Map<TopicPartition, Optional<NewPartitionReassignment>> plan = new HashMap<>();
+        for (int partition = 0; partition < partitions; partition++) {
+            plan.put(new TopicPartition(topic, partition), Optional.of(new NewPartitionReassignment(replicas)));
+        }
+        admin.alterPartitionReassignments(plan).all().get();
+    }
+
+    /** True once no reassignment of the topic is pending and every partition passes the check. */
+    private static boolean waitFor(Admin admin, String topic, long timeoutMillis, PartitionCheck check)
+            throws Exception {
+        long deadline = System.nanoTime() + Duration.ofMillis(timeoutMillis).toNanos();
+        while (System.nanoTime() < deadline) {
+            boolean done = true;
+            for (TopicPartitionInfo info : describe(admin, topic).partitions()) {
+                done &= check.holds(info);
+            }
+            if (done && admin.listPartitionReassignments().reassignments().get().keySet().stream()
+                    .noneMatch(partition -> partition.topic().equals(topic))) {
+                return true;
+            }
+            Thread.sleep(POLL_MILLIS);
+        }
+        return false;
+    }
+
+    private static boolean inIsr(TopicPartitionInfo info, int broker) {
+        for (Node node : info.isr()) {
+            if (node.id() == broker) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
