@@ -23,7 +23,8 @@ from services.data_mirror.metrics import MirrorMetrics
 from services.data_mirror.plan import PartitionState
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
-from services.data_mirror.spark_session import spark_conf, start_spark, unprotected_settings
+from services.data_mirror.spark_session import spark_conf, unprotected_settings
+from services.data_mirror.spark_start import SparkStart, local_cores
 from services.data_mirror.task_secrets import SecretVault
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
@@ -118,30 +119,24 @@ class MirrorDriver:
                 off=unprotected,
                 hint="task specs (client settings) and records cross the network in clear; turn these back on",
             )
-        spark = start_spark(conf)
-        context = spark.sparkContext
-        parallelism = max(1, context.defaultParallelism)
-        self.slots = self.settings.tasks or max(1, parallelism // len(self.flows))
-        if self.slots * len(self.flows) > parallelism:
-            _log.warning(
-                "more_tasks_than_cores",
-                tasks=self.slots * len(self.flows),
-                cores=parallelism,
-                hint="copy tasks are long-lived: tasks beyond the executor cores wait; lower STRAIT_TASKS or add cores",
-            )
+        starting = SparkStart(conf)  # meanwhile: the flows' internal topics, progress and first discovery
+        spark: Any = None
         try:
-            for flow in self.flows:
-                runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=self.slots, vault=self.vault)
-                self.followers[flow.name] = ProgressFollower(
-                    flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
+            expected = self.settings.tasks or max(1, (local_cores(conf["spark.master"]) or 1) // len(self.flows))
+            self._set_up_flows(expected)
+            self._refresh_if_due()
+            spark = starting.session()
+            context = spark.sparkContext
+            parallelism = max(1, context.defaultParallelism)
+            self.slots = self.settings.tasks or max(1, parallelism // len(self.flows))
+            if self.slots * len(self.flows) > parallelism:
+                _log.warning(
+                    "more_tasks_than_cores",
+                    tasks=self.slots * len(self.flows),
+                    cores=parallelism,
+                    hint="copy tasks are long-lived: tasks beyond the executor cores wait; "
+                    "lower STRAIT_TASKS or add cores",
                 )
-                if flow.target not in self.links:
-                    self.links[flow.target] = ControlLink.open(
-                        flow.target_admin_props(),
-                        {f.name for f in self.flows if f.target == flow.target},
-                        replication_factor=flow.settings.checkpoints_topic_replication_factor,
-                        cluster=flow.target,
-                    )
             self.secrets = context.broadcast(self.vault.values)
             self.ready = True
             _log.info(
@@ -171,8 +166,30 @@ class MirrorDriver:
                 follower.close()
             for link in self.links.values():
                 link.close(timeout_s=final_wait_s)
-            _stop_spark(spark)
+            if spark is None:  # the set-up failed or a stop came first: a start under way is stopped if it ends soon
+                starting.wait(SPARK_STOP_WAIT_S)
+                spark = starting.started()
+            if spark is not None:
+                _stop_spark(spark)
             _log.info("driver_stopped", uptime_s=round(time.time() - self.started_ms / 1000, 1))
+
+    def _set_up_flows(self, expected_slots: int) -> None:
+        """Each flow's runtime (internal topics, progress), progress follower and control link (Kafka only).
+
+        `expected_slots`: the slots exactly-once fences before the first task, when Spark has not told the real
+        count yet (each task fences its own slot too, and the target's listed transactional ids are all fenced)."""
+        for flow in self.flows:
+            runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=expected_slots, vault=self.vault)
+            self.followers[flow.name] = ProgressFollower(
+                flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
+            )
+            if flow.target not in self.links:
+                self.links[flow.target] = ControlLink.open(
+                    flow.target_admin_props(),
+                    {f.name for f in self.flows if f.target == flow.target},
+                    replication_factor=flow.settings.checkpoints_topic_replication_factor,
+                    cluster=flow.target,
+                )
 
     # -- tasks -----------------------------------------------------------------------------------------
     def _reconcile(self, context: Any) -> None:
