@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from services.data_mirror.jvm_start import driver_start_options
 from shared.errors import ConfigError
 
 LOCAL_DEFAULTS = {
@@ -49,7 +50,8 @@ def spark_conf(top_level: Mapping[str, str], master_override: str = "") -> dict[
         _protect(conf)
     java_options = conf.get(_DRIVER_JAVA_OPTIONS, "")
     if "log4j2.configurationFile" not in java_options:
-        conf[_DRIVER_JAVA_OPTIONS] = f"-Dlog4j2.configurationFile={JSON_LOG4J.as_uri()} {java_options}".strip()
+        java_options = f"-Dlog4j2.configurationFile={JSON_LOG4J.as_uri()} {java_options}"
+    conf[_DRIVER_JAVA_OPTIONS] = f"{driver_start_options()} {java_options}".strip()  # the user's options come last
     return conf
 
 

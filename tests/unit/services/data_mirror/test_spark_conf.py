@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
+from services.data_mirror.jvm_start import ARCHIVE_ENV, archive_path
 from services.data_mirror.spark_session import spark_conf, unprotected_settings
 from shared.errors import ConfigError
 
@@ -29,11 +33,39 @@ def test_a_cluster_master_is_not_pinned_to_loopback() -> None:
 
 def test_the_driver_jvm_logs_json_unless_the_user_brings_a_log4j_configuration() -> None:
     options = spark_conf({"spark.driver.extraJavaOptions": "-Xss4m"})["spark.driver.extraJavaOptions"]
-    assert options.startswith("-Dlog4j2.configurationFile=file:")
+    assert "-Dlog4j2.configurationFile=file:" in options
     assert options.endswith(" -Xss4m")
     assert "log4j2-json.properties" in options
     own = "-Dlog4j2.configurationFile=/etc/mine.xml"
-    assert spark_conf({"spark.driver.extraJavaOptions": own})["spark.driver.extraJavaOptions"] == own
+    options = spark_conf({"spark.driver.extraJavaOptions": own})["spark.driver.extraJavaOptions"]
+    assert options.endswith(f" {own}")
+    assert "log4j2-json" not in options
+
+
+def test_the_driver_jvm_starts_with_c1_and_the_class_archive_when_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "spark.jsa"
+    monkeypatch.setenv(ARCHIVE_ENV, str(archive))
+    options = spark_conf({"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"})["spark.driver.extraJavaOptions"]
+    assert options.startswith("-XX:TieredStopAtLevel=1 ")
+    assert options.endswith(" -XX:TieredStopAtLevel=4"), "the user's options come last, so they win"
+    assert "SharedArchiveFile" not in options, "no archive built: none named"
+    archive.write_bytes(b"built")
+    options = spark_conf({})["spark.driver.extraJavaOptions"]
+    assert f"-XX:SharedArchiveFile={archive} " in options
+    monkeypatch.setenv(ARCHIVE_ENV, "")
+    assert archive_path() is None
+    assert "SharedArchiveFile" not in spark_conf({})["spark.driver.extraJavaOptions"]
+
+
+def test_the_default_archive_is_one_per_pyspark_and_java_in_this_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ARCHIVE_ENV, raising=False)
+    path = archive_path()
+    assert path is not None
+    assert path.parent == Path(sys.prefix) / "share" / "strait"
+    assert path.name.startswith("spark-")
+    assert "-java-" in path.name
 
 
 def test_off_local_mode_spark_traffic_is_authenticated_and_encrypted_by_default() -> None:
