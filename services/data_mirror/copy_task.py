@@ -30,6 +30,7 @@ CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
 HANDOVER_CHECK_S = 0.25
 FLUSH_TIMEOUT_S = 60
+UNKNOWN_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # brokers before Kafka 2.8 have no topic ids: all zeros
 LEADER_MOVED = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
 
 
@@ -286,8 +287,14 @@ class CopyTask:
             return
         diverged = self._diverged_below(part, position) if position > high else None
         if diverged is not None:  # truncated under us (an unclean election): copy again from where it diverged
+            # What was sent before the truncation answers first, so no answer of it moves the partition past the
+            # divergence once it is copied again (the record at the divergence may be a marker, never delivered).
+            remaining = self.clients.producer.flush(FLUSH_TIMEOUT_S)
+            if remaining or part.in_flight:
+                raise TaskFailed(f"{remaining} records not acknowledged within {FLUSH_TIMEOUT_S}s")
             part.diverge(diverged)
-            part.reset_from, resume = position, diverged
+            part.rewind()
+            resume = diverged
         elif low <= position <= high:
             resume = position
         else:
@@ -302,14 +309,17 @@ class CopyTask:
     def _diverged_below(self, part: PartitionCopy, position: int) -> int | None:
         """The source partition ends before `position`: if the leader epoch of our position now ends below it
         (KIP-320, as the Java consumer checks after a leader change), the log was truncated there and what
-        follows is new; otherwise None (no epoch known: auto.offset.reset decides). A topic made again under the
-        same name may answer like a truncation here; the driver's next refresh sees its new id and restarts the
-        partition from its start, so that case copies twice rather than skip."""
-        if part.leader_epoch is None:
+        follows is new; otherwise None, and auto.offset.reset decides: no epoch known, or the topic is not surely
+        the one copied (a topic made again under the same name starts at epoch 0 too, and would answer like a
+        truncation: its id must be known and unchanged)."""
+        if part.leader_epoch is None or part.work.source_topic_id in (None, UNKNOWN_TOPIC_ID):
             return None
+        topic = part.work.source_topic
         try:
+            if self.clients.source_topic_ids([topic]).get(topic) != part.work.source_topic_id:
+                return None
             end = self.clients.epoch_ends({part.work.key: part.leader_epoch}).get(part.work.key)
-        except Exception:  # the look-up failed: auto.offset.reset decides, as before epochs; counted, so it shows
+        except Exception:  # a look-up failed: auto.offset.reset decides, as before epochs; counted, so it shows
             self.read_errors += 1
             return None
         return end if end is not None and end < position else None

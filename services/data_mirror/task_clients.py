@@ -22,6 +22,7 @@ from shared.kafka.batch_link import BatchLink, open_batch_link
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.leader_epochs import epoch_ends
+from shared.kafka.topic_admin import TopicAdmin
 from shared.progress_store import load_progress
 from shared.records.progress import Progress
 
@@ -49,6 +50,8 @@ class TaskClients:
     open_batch_link: Callable[[], Awaitable[BatchLink]] = _no_batch_link
     # where each source leader says a committed leader epoch ends now (KIP-320; injected clients know nothing)
     epoch_ends: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] = lambda _epochs: {}
+    # each source topic's id now (a topic made again has a new one)
+    source_topic_ids: Callable[[list[str]], dict[str, str]] = lambda _topics: {}
 
 
 def connect(spec: TaskSpec) -> TaskClients:
@@ -88,6 +91,9 @@ def connect(spec: TaskSpec) -> TaskClients:
         handover_requested=watch.requested,
         close=close,
         epoch_ends=lambda epochs: _epoch_ends(spec.source_consumer, epochs),
+        source_topic_ids=lambda topics: TopicAdmin("source", spec.source_admin, timeout_s=LOOKUP_TIMEOUT_S).topic_ids(
+            topics
+        ),
         open_batch_link=lambda: open_batch_link(
             spec.source_consumer,
             spec.target_producer,

@@ -254,6 +254,7 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
     clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
     clients.consumer.leader_epoch = 3
     clients.epoch_ends = lambda epochs: {key: 50 for key, epoch in epochs.items() if epoch == 3}
+    clients.source_topic_ids = lambda topics: {"orders": "id-1"}
     truncated = False
 
     def handover() -> bool:
@@ -271,7 +272,7 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
 
     deadline = time.monotonic() + 5
     clients.handover_requested = handover
-    result = CopyTask(_spec(1), clients).run()
+    result = CopyTask(_with_topic_id(_spec(1), "id-1"), clients).run()
     assert result.error is None
     source = [r.value for r in cluster.log("orders", 0)]
     target = _values(cluster, 0)
@@ -279,3 +280,41 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
     assert target[:50] == source[:50]
     assert target[80:] == source[50:]
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 60
+
+
+def _with_topic_id(spec: TaskSpec, topic_id: str) -> TaskSpec:
+    parts = tuple(dataclasses.replace(work, source_topic_id=topic_id) for work in spec.partitions)
+    return dataclasses.replace(spec, partitions=parts)
+
+
+def test_a_topic_made_again_under_a_running_task_is_copied_from_its_start_not_taken_for_a_truncation() -> None:
+    """A new topic of the same name starts at leader epoch 0 and its epoch ends at its log end, like a truncation;
+    its new id tells it apart: auto.offset.reset (earliest) decides, and nothing of the new topic is skipped."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 80)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    clients.consumer.leader_epoch = 0
+    clients.epoch_ends = lambda epochs: {key: 30 for key in epochs}
+    ids = {"orders": "id-1"}
+    clients.source_topic_ids = lambda topics: dict(ids)
+    made_again = False
+
+    def handover() -> bool:
+        nonlocal made_again
+        copied = len(cluster.log("A.orders", 0))
+        progress = read_progress(cluster, PROGRESS, FLOW).get(("orders", 0))
+        if not made_again and copied == 80 and progress is not None and progress.next_offset == 80:
+            made_again = True
+            del cluster.log("orders", 0)[:]
+            _fill(cluster, 0, 30, start=2000)  # the new topic: 30 records at 0..29
+            ids["orders"] = "id-2"
+            reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, "offset 80 out of range", fatal=False)
+            clients.consumer.errors = [FakeMessage("orders", 0, 80, Record(None, None, 0, None), error=reset)]
+            return False
+        return (made_again and copied >= 110) or time.monotonic() > deadline
+
+    deadline = time.monotonic() + 5
+    clients.handover_requested = handover
+    result = CopyTask(_with_topic_id(_spec(1), "id-1"), clients).run()
+    assert result.error is None
+    assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)], "all 30, from the start"
