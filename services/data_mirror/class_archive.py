@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark import SparkContext
 
-from services.data_mirror.jvm_start import ARCHIVE_ENV, QUIET_SHARING, archive_path
+from services.data_mirror.jvm_start import ARCHIVE_ENV, archive_path
 from services.data_mirror.spark_session import spark_conf, start_spark
 
 EXIT_WAIT_S = 120  # the JVM writes the archive as it exits
@@ -26,7 +26,7 @@ def build_archive(path: Path) -> int:
     partial.unlink(missing_ok=True)
     conf = spark_conf({}, "local[1]")
     options = [o for o in conf["spark.driver.extraJavaOptions"].split() if not o.startswith("-XX:SharedArchiveFile")]
-    conf["spark.driver.extraJavaOptions"] = " ".join([*options, f"-XX:ArchiveClassesAtExit={partial}", QUIET_SHARING])
+    conf["spark.driver.extraJavaOptions"] = " ".join([*options, f"-XX:ArchiveClassesAtExit={partial}"])
     session = start_spark(conf)
     session.sparkContext.parallelize([1], 1).map(lambda value: value + 1).collect()
     session.stop()
@@ -47,12 +47,20 @@ def build_archive(path: Path) -> int:
 
 
 def main() -> None:
-    """Build the archive where the driver looks for it (install step)."""
+    """Build the archive where the driver looks for it (install step). A failure only costs start-up speed: it is
+    reported, and the install goes on."""
     path = archive_path()
     if path is None:
         print(f"class_archive: {ARCHIVE_ENV} is empty: no class-data archive", file=sys.stderr)
         return
-    size = build_archive(path)
+    if any(ch.isspace() for ch in str(path)):
+        print(f"class_archive: {path} has white space, which Spark's options cannot carry: no archive", file=sys.stderr)
+        return
+    try:
+        size = build_archive(path)
+    except Exception as exc:
+        print(f"class_archive: no class-data archive (the driver starts without it, slower): {exc}", file=sys.stderr)
+        return
     print(f"class_archive: Spark class-data archive {path} ({size / 2**20:.0f} MiB)", file=sys.stderr)
 
 

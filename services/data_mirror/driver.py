@@ -125,7 +125,9 @@ class MirrorDriver:
             expected = self.settings.tasks or max(1, (local_cores(conf["spark.master"]) or 1) // len(self.flows))
             self._set_up_flows(expected)
             self._refresh_if_due()
-            spark = starting.session()
+            spark = starting.session(self.stop_event)
+            if spark is None:
+                return  # stopped while Spark was starting: nothing ran, nothing to hand over
             context = spark.sparkContext
             parallelism = max(1, context.defaultParallelism)
             self.slots = self.settings.tasks or max(1, parallelism // len(self.flows))

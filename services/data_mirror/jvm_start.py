@@ -29,23 +29,30 @@ def archive_path() -> Path | None:
         return Path(configured) if configured.strip() else None
     from pyspark.version import __version__
 
-    return Path(sys.prefix) / "share" / "strait" / f"spark-{__version__}-java-{_java_identity()}.jsa"
+    return Path(sys.prefix) / "share" / "strait" / f"spark-{__version__}-{_installation()}.jsa"
 
 
-def _java_identity() -> str:
-    """A short digest of the java binary Spark will run (JAVA_HOME's, else the one on PATH): path, size, time."""
+def _installation() -> str:
+    """A short digest of what the archive depends on: the java binary Spark runs (JAVA_HOME's, else the one on
+    PATH) and Spark's jars directory (a reinstall changes its time), each by path, size and time."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not found or not Path(found).exists():
-        return "none"
-    real = Path(found).resolve()
-    stat = real.stat()
-    return hashlib.sha256(f"{real}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
+    import pyspark
+
+    parts = [Path(found).resolve() if found else None, Path(pyspark.__file__).parent / "jars"]
+    marks = []
+    for part in parts:
+        if part is None or not part.exists():
+            marks.append("none")
+            continue
+        stat = part.stat()
+        marks.append(f"{part}:{stat.st_size}:{int(stat.st_mtime)}")
+    return hashlib.sha256("|".join(marks).encode()).hexdigest()[:12]
 
 
 def driver_start_options() -> str:
     """JVM options for the driver: C1 only, and the class-data archive when it exists."""
     path = archive_path()
-    if path is None or not path.is_file():
-        return C1_ONLY
+    if path is None or not path.is_file() or any(ch.isspace() for ch in str(path)):
+        return C1_ONLY  # (Spark splits these options at white space: a path with a space would break the JVM's start)
     return f"{C1_ONLY} -XX:SharedArchiveFile={path} {QUIET_SHARING}"

@@ -77,13 +77,18 @@ def unprotected_settings(conf: Mapping[str, str]) -> list[str]:
     return [key for key in PROTECTED_OFF_LOCAL if conf.get(key, "").strip().lower() != "true"]
 
 
-def start_spark(conf: Mapping[str, str]) -> SparkSession:
-    """Start (or join) the session with `conf`."""
+def spark_environment(conf: Mapping[str, str]) -> None:
+    """The environment Spark's launcher reads; set before any thread starts Spark (setenv is not thread-safe)."""
     # RDD functions run under PYSPARK_PYTHON, not the spark.pyspark.python setting: keep workers on our venv.
     os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", conf["spark.pyspark.driver.python"])
     if "spark.driver.bindAddress" in conf:  # Spark would otherwise warn that the host name resolves to loopback
         os.environ.setdefault("SPARK_LOCAL_IP", conf["spark.driver.bindAddress"])
+
+
+def start_spark(conf: Mapping[str, str]) -> SparkSession:
+    """Start (or join) the session with `conf`."""
+    spark_environment(conf)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

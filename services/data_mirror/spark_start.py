@@ -14,14 +14,16 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import structlog
 
-from services.data_mirror.spark_session import start_spark
+from services.data_mirror.spark_session import spark_environment, start_spark
 
 _log = structlog.get_logger("data-mirror")
 WARM_UP_GROUP = "strait-warm-up"
+STOP_CHECK_S = 0.2
 
 
 def import_copy_path(_: object) -> None:
@@ -35,8 +37,8 @@ def local_cores(master: str) -> int | None:
         return 1
     if master.startswith("local[") and master.endswith("]"):
         inner = master[len("local[") : -1].split(",")[0].strip()
-        if inner == "*":
-            return os.cpu_count() or 1
+        if inner == "*":  # the cores this process may run on (a container's cpuset), as Spark counts them
+            return len(os.sched_getaffinity(0)) or 1
         if inner.isdigit():
             return max(1, int(inner))
     return None
@@ -47,13 +49,19 @@ class SparkStart:
 
     def __init__(self, conf: Mapping[str, str]) -> None:
         self._conf = dict(conf)
+        spark_environment(self._conf)  # here, before other threads make Kafka clients that read the environment
         self._started: Future[Any] = Future()
         self._thread = threading.Thread(target=self._run, name="spark-start", daemon=True)
         self._thread.start()
 
-    def session(self) -> Any:
-        """The running SparkSession (raises what starting it raised)."""
-        return self._started.result()
+    def session(self, stop: threading.Event) -> Any | None:
+        """The running SparkSession (raises what starting it raised); None once `stop` is set before it runs."""
+        while not stop.is_set():
+            try:
+                return self._started.result(timeout=STOP_CHECK_S)
+            except FutureTimeout:
+                continue
+        return None
 
     def started(self) -> Any | None:
         """The session if it started by now, else None (for a stop that must not wait on a start under way)."""

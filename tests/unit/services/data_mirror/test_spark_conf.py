@@ -59,13 +59,27 @@ def test_the_driver_jvm_starts_with_c1_and_the_class_archive_when_it_exists(
     assert "SharedArchiveFile" not in spark_conf({})["spark.driver.extraJavaOptions"]
 
 
-def test_the_default_archive_is_one_per_pyspark_and_java_in_this_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_archive_is_one_per_pyspark_and_java_in_this_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(ARCHIVE_ENV, raising=False)
     path = archive_path()
     assert path is not None
     assert path.parent == Path(sys.prefix) / "share" / "strait"
     assert path.name.startswith("spark-")
-    assert "-java-" in path.name
+    other_java = tmp_path / "bin" / "java"
+    other_java.parent.mkdir()
+    other_java.write_bytes(b"another java")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert archive_path() != path, "another Java installation gets an archive of its own"
+
+
+def test_a_path_with_white_space_is_never_handed_to_the_jvm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = tmp_path / "with space" / "spark.jsa"
+    archive.parent.mkdir()
+    archive.write_bytes(b"built")
+    monkeypatch.setenv(ARCHIVE_ENV, str(archive))
+    assert "SharedArchiveFile" not in spark_conf({})["spark.driver.extraJavaOptions"]
 
 
 def test_off_local_mode_spark_traffic_is_authenticated_and_encrypted_by_default() -> None:

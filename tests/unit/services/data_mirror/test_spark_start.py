@@ -17,5 +17,5 @@ def test_a_local_master_says_its_cores_and_a_cluster_master_leaves_it_to_spark(m
     assert local_cores(master) == cores
 
 
-def test_local_star_is_every_core_of_this_machine() -> None:
-    assert local_cores("local[*]") == (os.cpu_count() or 1)
+def test_local_star_is_every_core_this_process_may_run_on() -> None:
+    assert local_cores("local[*]") == len(os.sched_getaffinity(0))
