@@ -103,16 +103,16 @@ def replica_note(dataset: Dataset, strait_rate: float, mm2_rate: float, fetched:
     if strait_share >= 1:
         return line + (
             "Strait outruns one follower: the follower fetches with one replica fetcher thread from its leader "
-            "(Kafka's default `num.replica.fetchers=1`) and at most 1 MiB per partition per fetch, while "
-            "Strait's tasks fetch in parallel over their own connections with larger fetches; both send the "
-            "stored batches unchanged, so neither builds records."
+            "(Kafka's default `num.replica.fetchers=1`, answers of at most 10 MiB), while Strait's tasks fetch "
+            "in parallel over their own connections (answers of up to 50 MiB; both take at most 1 MiB per "
+            "partition per fetch); both send the stored batches unchanged, so neither builds records."
         )
     return line + (
         "What the rest is made of: the follower reads from its leader and appends to its own log in one process, "
         "while a replicator's batch crosses two network legs (a fetch from the source, a Produce to the target "
         "that waits for `acks=all`) and the target broker validates and re-assigns offsets to every batch it is "
-        "given; Strait's tasks also hand each batch through Python (the profile below says where its busy time "
-        "goes), and MM2 rebuilds every record in its producer."
+        "given; Strait's tasks also hand each batch through Python, and MM2 rebuilds every record in its "
+        "producer."
     )
 
 

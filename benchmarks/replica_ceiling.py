@@ -111,7 +111,8 @@ class ReplicaBench:
             str(FOLLOWER),
             str(int(timeout_s * 1000)),
         ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=2 * timeout_s + 60, check=False)
+        # the helper waits up to `timeout_s` for each of the copy, the ISR and the removal
+        result = subprocess.run(command, capture_output=True, text=True, timeout=3 * timeout_s + 60, check=False)
         if result.returncode != 0:
             raise HarnessError(f"{_MAIN_CLASS} failed (exit {result.returncode}): {result.stderr[-2000:]}")
         answer = parse_answer(result.stdout)

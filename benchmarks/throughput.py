@@ -79,7 +79,8 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "every ISR, which is awaited too); then the replica is removed again. The follower copies record "
             "batches as they are stored, as Strait's batch forwarding does, with Kafka's defaults (one replica "
             "fetcher thread per leader broker, 1 MiB per partition per fetch), and writes to the same disk: the "
-            "ceiling of a replicator that forwards batches. Each tool's share is its median copy rate over the "
+            "ceiling of a replicator that forwards batches (that cluster stays up, idle, during the tools' runs). "
+            "Each tool's share is its median copy rate over the "
             "median of each ceiling. Brokers, tools and load generators share this machine's cores, so every "
             "number here includes that contention."
         ),

@@ -4,12 +4,12 @@
  * Usage: java -cp <kafka classpath>:<dir> ReplicaCatchUp <bootstrap> <topic> <leader> <follower> <timeoutMs>
  * Every partition of <topic> must have the single replica <leader>. The tool asks for <follower> as a second
  * replica of every partition (one AlterPartitionReassignments call) and polls both brokers' log sizes every
- * 20 ms (DescribeLogDirs): the first byte on the follower, the moment its logs hold as many bytes as the
+ * 20 ms (DescribeLogDirs): the last poll before the first byte on the follower, the moment its logs hold as many bytes as the
  * leader's (the copy, as the replica fetcher sends the stored batches unchanged), and then the moment it is
  * in every partition's ISR. Then it removes the replica again and waits until that reassignment is done, so
  * the next run starts from the same state. Times are from the reassignment request, printed as one JSON line:
  * {"partitions":12,"first_micros":..,"copied_micros":..,"in_sync_micros":..}
- * Exit 1 when the catch-up or the removal does not finish within <timeoutMs>.
+ * Exit 1 when the copy, the ISR or the removal does not finish within <timeoutMs> each.
  */
 
 import java.time.Duration;
@@ -53,14 +53,17 @@ public final class ReplicaCatchUp {
             long started = System.nanoTime();
             long deadline = started + Duration.ofMillis(timeoutMillis).toNanos();
             reassign(admin, topic, partitions, List.of(leader, follower));
+            long lastEmpty = 0;  // the last poll that found nothing on the follower: the copy began after it
             long first = -1;
             long copied = -1;
             while (copied < 0 && System.nanoTime() < deadline) {
                 long leaderBytes = logBytes(admin, topic, leader);
                 long followerBytes = logBytes(admin, topic, follower);
                 long now = (System.nanoTime() - started) / 1000;
-                if (first < 0 && followerBytes > 0) {
-                    first = now;
+                if (followerBytes == 0) {
+                    lastEmpty = now;
+                } else if (first < 0) {
+                    first = lastEmpty;  // (never 0 s of copying, even when one poll sees it begin and end)
                 }
                 if (followerBytes == leaderBytes && leaderBytes > 0) {
                     copied = now;
