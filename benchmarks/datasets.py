@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from benchmarks.console import say
 from benchmarks.contenders import PRODUCER
 from benchmarks.lab import EndOffsets, Lab, delete_topics, make_topics
 from benchmarks.producer_perf import PerfResult, run_perf
+from shared.localkafka import KafkaCluster
 
 PARTITIONS = 12
 
@@ -50,15 +52,20 @@ def fill(lab: Lab, dataset: Dataset) -> PerfResult:
     """Create the source topic and fill it with Kafka's producer performance tool; check the count."""
     say(f"filling {dataset.topic}: {dataset.records:,} x {dataset.label}")
     make_topics(lab.source_admin(), [dataset.topic], PARTITIONS)
+    return fill_topic(lab.source, dataset, lab.run_dir("fill") / f"{dataset.topic}.log")
+
+
+def fill_topic(cluster: KafkaCluster, dataset: Dataset, log_path: Path) -> PerfResult:
+    """Fill the data set's existing topic on `cluster` with the perf tool, then check the record count."""
     result = run_perf(
-        lab.source.bootstrap_servers,
+        cluster.bootstrap_servers,
         dataset.topic,
         dataset.records,
         dataset.record_size,
-        log_path=lab.run_dir("fill") / f"{dataset.topic}.log",
+        log_path=log_path,
         producer=dataset.producer,
     )
-    probe = EndOffsets(lab.source.client_properties(), dataset.topic, PARTITIONS)
+    probe = EndOffsets(cluster.client_properties(), dataset.topic, PARTITIONS)
     try:
         found = probe.total()
     finally:

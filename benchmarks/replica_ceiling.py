@@ -22,10 +22,9 @@ from pathlib import Path
 from confluent_kafka.admin import NewTopic
 
 from benchmarks.console import say
-from benchmarks.datasets import PARTITIONS, Dataset
-from benchmarks.lab import BROKER_HEAP_MB, BROKER_OVERRIDES, EndOffsets
+from benchmarks.datasets import PARTITIONS, Dataset, fill_topic
+from benchmarks.lab import BROKER_HEAP_MB, BROKER_OVERRIDES
 from benchmarks.model import BenchOptions
-from benchmarks.producer_perf import run_perf
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import HarnessError, KafkaCluster, kafka_classpath
 from shared.localkafka.jars import compile_against_kafka, java_binary
@@ -80,21 +79,7 @@ class ReplicaBench:
         topic = NewTopic(dataset.topic, num_partitions=PARTITIONS, replica_assignment=on_leader)  # type: ignore[arg-type]
         admin.create_topics([topic], operation_timeout=30)[dataset.topic].result(timeout=60)
         say(f"replica ceiling: filling {dataset.topic} on broker {LEADER}")
-        run_perf(
-            self.cluster.bootstrap_servers,
-            dataset.topic,
-            dataset.records,
-            dataset.record_size,
-            log_path=self._logs / f"fill-{dataset.topic}.log",
-            producer=dataset.producer,
-        )
-        probe = EndOffsets(self.cluster.client_properties(), dataset.topic, PARTITIONS)
-        try:
-            found = probe.total()
-        finally:
-            probe.close()
-        if found != dataset.records:
-            raise RuntimeError(f"replica ceiling: {dataset.topic} holds {found} records, expected {dataset.records}")
+        fill_topic(self.cluster, dataset, self._logs / f"fill-{dataset.topic}.log")
 
     def catch_up(self, dataset: Dataset, timeout_s: float) -> ReplicaCopy:
         """Add the follower to every partition, time it into the ISR, take it out again."""

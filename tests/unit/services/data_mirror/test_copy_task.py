@@ -9,6 +9,7 @@ from collections.abc import Callable
 from confluent_kafka import KafkaError
 
 from services.data_mirror.copy_task import CopyTask
+from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.records import OffsetSync
 from shared.records.progress import decode_progress_record
@@ -255,23 +256,12 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
     clients.consumer.leader_epoch = 3
     clients.epoch_ends = lambda epochs: {key: 50 for key, epoch in epochs.items() if epoch == 3}
     clients.source_topic_ids = lambda topics: {"orders": "id-1"}
-    truncated = False
 
-    def handover() -> bool:
-        nonlocal truncated
-        copied = len(cluster.log("A.orders", 0))
-        progress = read_progress(cluster, PROGRESS, FLOW).get(("orders", 0))
-        if not truncated and copied == 80 and progress is not None and progress.next_offset == 80:
-            truncated = True
-            _truncate_source_to(cluster, 50)  # the new leader held 50 records of epoch 3
-            reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, "offset 80 out of range", fatal=False)
-            clients.consumer.errors = [FakeMessage("orders", 0, 80, Record(None, None, 0, None), error=reset)]
-            _fill(cluster, 0, 10, start=1000)  # then written by it at 50..59
-            return False
-        return (truncated and copied >= 90) or time.monotonic() > deadline
+    def truncate() -> None:
+        _truncate_source_to(cluster, 50)  # the new leader held 50 records of epoch 3
+        _fill(cluster, 0, 10, start=1000)  # then written by it at 50..59
 
-    deadline = time.monotonic() + 5
-    clients.handover_requested = handover
+    clients.handover_requested = _out_of_range_at_80(cluster, clients, truncate, copied=90)
     result = CopyTask(_with_topic_id(_spec(1), "id-1"), clients).run()
     assert result.error is None
     source = [r.value for r in cluster.log("orders", 0)]
@@ -280,6 +270,29 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
     assert target[:50] == source[:50]
     assert target[80:] == source[50:]
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 60
+
+
+def _out_of_range_at_80(
+    cluster: FakeCluster, clients: TaskClients, change: Callable[[], None], *, copied: int
+) -> Callable[[], bool]:
+    """A hand-over check: once all 80 source records are copied and committed, `change` the source and have the
+    consumer report position 80 out of range; hand over once the target holds `copied` records (or after 5 s)."""
+    changed = False
+    deadline = time.monotonic() + 5
+
+    def handover() -> bool:
+        nonlocal changed
+        on_target = len(cluster.log("A.orders", 0))
+        progress = read_progress(cluster, PROGRESS, FLOW).get(("orders", 0))
+        if not changed and on_target == 80 and progress is not None and progress.next_offset == 80:
+            changed = True
+            change()
+            reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, "offset 80 out of range", fatal=False)
+            clients.consumer.errors = [FakeMessage("orders", 0, 80, Record(None, None, 0, None), error=reset)]
+            return False
+        return (changed and on_target >= copied) or time.monotonic() > deadline
+
+    return handover
 
 
 def _with_topic_id(spec: TaskSpec, topic_id: str) -> TaskSpec:
@@ -297,24 +310,13 @@ def test_a_topic_made_again_under_a_running_task_is_copied_from_its_start_not_ta
     clients.epoch_ends = lambda epochs: {key: 30 for key in epochs}
     ids = {"orders": "id-1"}
     clients.source_topic_ids = lambda topics: dict(ids)
-    made_again = False
 
-    def handover() -> bool:
-        nonlocal made_again
-        copied = len(cluster.log("A.orders", 0))
-        progress = read_progress(cluster, PROGRESS, FLOW).get(("orders", 0))
-        if not made_again and copied == 80 and progress is not None and progress.next_offset == 80:
-            made_again = True
-            del cluster.log("orders", 0)[:]
-            _fill(cluster, 0, 30, start=2000)  # the new topic: 30 records at 0..29
-            ids["orders"] = "id-2"
-            reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, "offset 80 out of range", fatal=False)
-            clients.consumer.errors = [FakeMessage("orders", 0, 80, Record(None, None, 0, None), error=reset)]
-            return False
-        return (made_again and copied >= 110) or time.monotonic() > deadline
+    def make_again() -> None:
+        del cluster.log("orders", 0)[:]
+        _fill(cluster, 0, 30, start=2000)  # the new topic: 30 records at 0..29
+        ids["orders"] = "id-2"
 
-    deadline = time.monotonic() + 5
-    clients.handover_requested = handover
+    clients.handover_requested = _out_of_range_at_80(cluster, clients, make_again, copied=110)
     result = CopyTask(_with_topic_id(_spec(1), "id-1"), clients).run()
     assert result.error is None
     assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)], "all 30, from the start"
