@@ -22,6 +22,7 @@ from shared.records.progress import ProgressKey, encode_progress
 from tests.support.kafka_io import consume_all, make_topic, produce
 from tests.support.metrics_page import metric
 from tests.support.mm2_config import write_mm2_config
+from tests.support.progress import wait_for_progress
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
@@ -40,45 +41,49 @@ def test_the_audit_verifies_new_ranges_and_reports_records_the_target_lost(
     port = free_port()
     env = {"STRAIT_AUDIT_INTERVAL_S": "1", "STRAIT_STATUS_INTERVAL_S": "1"}
     produce(a, topic, [(None, f"first-{i}".encode()) for i in range(50)], partition=0)
-    with (
-        ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as mirror,
-        ServiceProcess("audit", config, tmp_path, "--metrics-port", str(port), "--flows", "A->B", env=env) as audit,
-    ):
+    mirrored = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"})
+    audited = ServiceProcess("audit", config, tmp_path, "--metrics-port", str(port), "--flows", "A->B", env=env)
+    with mirrored as mirror:
         consume_all(b, remote, expected=50, timeout_s=120)
-        # The audit watches the partition from the mirror's position when it first sees it...
-        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 50, 120, "audit watching")
-        # ... and verifies each range copied after that.
-        produce(a, topic, [(None, f"second-{i}".encode()) for i in range(100)], partition=0)
-        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 150, 120, "second range")
-        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
-        assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
-        assert_nothing_lost(config, "A->B", topic, records=150)  # the copy so far, record by record
+        # The audit starts once the mirror has reported the 50 copied: it watches the partition from the mirror's
+        # position when it first sees it (a position seen mid-copy would make it verify part of the first 50)...
+        wait_for_progress(b, "A", "A->B", topic, 0, 50)
+        with audited as audit:
+            wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 50, 120, "audit watching")
+            # ... and verifies each range copied after that.
+            produce(a, topic, [(None, f"second-{i}".encode()) for i in range(100)], partition=0)
+            wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 150, 120, "second range")
+            assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
+            assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
+            assert_nothing_lost(config, "A->B", topic, records=150)  # the copy so far, record by record
 
-        # Hold the audit, copy 30 more, delete them on the target before the audit reads them, let it go on.
-        assert audit.popen is not None
-        os.killpg(audit.popen.pid, signal.SIGSTOP)
-        try:
-            produce(a, topic, [(None, f"third-{i}".encode()) for i in range(30)], partition=0)
-            consume_all(b, remote, expected=180, timeout_s=120)
-            time.sleep(1)  # the mirror commits its progress for them (every 300 ms)
-            admin = confluent_admin(b)
-            admin.delete_records([TopicPartition(remote, 0, 180)])[TopicPartition(remote, 0, 180)].result(30)
-        finally:
-            os.killpg(audit.popen.pid, signal.SIGCONT)
-        wait_until(lambda: metric(port, "strait_audit_missing_total", flow="A->B") == 30, 120, "the loss found")
-        assert metric(port, "strait_audit_altered_total", flow="A->B") == 0
-        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
+            # Hold the audit, copy 30 more, delete them on the target before the audit reads them, let it go on.
+            assert audit.popen is not None
+            os.killpg(audit.popen.pid, signal.SIGSTOP)
+            try:
+                produce(a, topic, [(None, f"third-{i}".encode()) for i in range(30)], partition=0)
+                consume_all(b, remote, expected=180, timeout_s=120)
+                time.sleep(1)  # the mirror commits its progress for them (every 300 ms)
+                admin = confluent_admin(b)
+                admin.delete_records([TopicPartition(remote, 0, 180)])[TopicPartition(remote, 0, 180)].result(30)
+            finally:
+                os.killpg(audit.popen.pid, signal.SIGCONT)
+            wait_until(lambda: metric(port, "strait_audit_missing_total", flow="A->B") == 30, 120, "the loss found")
+            assert metric(port, "strait_audit_altered_total", flow="A->B") == 0
+            assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 100
 
-        def audit_status() -> ServiceStatus | None:
-            found = [s for s in read_statuses(b).values() if s.service == "audit" and s.flow == "A->B"]
-            return next((s for s in found if s.state == "degraded"), None)
+            def audit_status() -> ServiceStatus | None:
+                found = [s for s in read_statuses(b).values() if s.service == "audit" and s.flow == "A->B"]
+                return next((s for s in found if s.state == "degraded"), None)
 
-        wait_until(lambda: audit_status() is not None, 60, "a degraded audit status")
-        status = audit_status()
-        assert status is not None
-        assert re.search(rf"30 records missing .*{re.escape(topic)}-0 missing 150-179 \(30\)", status.last_error or "")
-        assert status.details["audit"]["missing"] == 30
-        assert audit.stop() == 0
+            wait_until(lambda: audit_status() is not None, 60, "a degraded audit status")
+            status = audit_status()
+            assert status is not None
+            assert re.search(
+                rf"30 records missing .*{re.escape(topic)}-0 missing 150-179 \(30\)", status.last_error or ""
+            )
+            assert status.details["audit"]["missing"] == 30
+            assert audit.stop() == 0
         assert mirror.stop() == 0
 
 

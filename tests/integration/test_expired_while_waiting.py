@@ -22,6 +22,7 @@ from shared.verify.findings import OffsetRange
 from tests.support.kafka_io import consume_all, consume_to_end, make_topic, produce
 from tests.support.metrics_page import metric
 from tests.support.mm2_config import write_mm2_config
+from tests.support.progress import wait_for_progress
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import verify
 from tests.support.waiting import wait_until
@@ -45,22 +46,28 @@ def test_records_deleted_on_the_source_while_the_partition_waited_are_counted_as
     audited = ServiceProcess(
         "audit", config, tmp_path, "--metrics-port", str(port), env={"STRAIT_AUDIT_INTERVAL_S": "1"}
     )
-    with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror, audited as audit:
+    with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
         mirror.wait_for_log("record_refused_partition_stopped", 120, topic=topic, offset=10)
-        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 10, 120, "the audit at 10")
-        admin = confluent_admin(cluster_a.client_properties())
-        admin.delete_records([TopicPartition(topic, 0, 50)])[TopicPartition(topic, 0, 50)].result(30)
-        expired = mirror.wait_for_log("source_records_expired", 120, topic=topic)
-        assert (expired["records"], expired["first_offset"], expired["resumed_at"]) == (40, 10, 50)
-        consume_all(cluster_b.client_properties(), f"A.{topic}", expected=60, timeout_s=60)
-        mirror.wait_for_log("partition_resumed", 30, topic=topic)
-        # The audit, watching since offset 10, finds 10..49 gone before it could read them and 50..99 copied.
-        wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 100, 120, "the audit at 100")
-        assert metric(port, "strait_audit_skipped_records_total", flow="A->B", reason="expired") == 40
-        assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 50
-        assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
-        assert metric(port, "strait_audit_altered_total", flow="A->B") == 0
-        assert audit.stop() == 0
+        # The audit starts once the mirror has reported 0..9 copied, so it watches from 10 (the mirror's position
+        # when the audit first sees the partition; an earlier one would make it verify part of 0..9).
+        wait_for_progress(cluster_b.client_properties(), "A", "A->B", topic, 0, 10)
+        with audited as audit:
+            wait_until(lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 10, 120, "the audit at 10")
+            admin = confluent_admin(cluster_a.client_properties())
+            admin.delete_records([TopicPartition(topic, 0, 50)])[TopicPartition(topic, 0, 50)].result(30)
+            expired = mirror.wait_for_log("source_records_expired", 120, topic=topic)
+            assert (expired["records"], expired["first_offset"], expired["resumed_at"]) == (40, 10, 50)
+            consume_all(cluster_b.client_properties(), f"A.{topic}", expected=60, timeout_s=60)
+            mirror.wait_for_log("partition_resumed", 30, topic=topic)
+            # The audit, watching since offset 10, finds 10..49 gone before it could read them and 50..99 copied.
+            wait_until(
+                lambda: metric(port, "strait_audit_verified_offset", topic=topic) == 100, 120, "the audit at 100"
+            )
+            assert metric(port, "strait_audit_skipped_records_total", flow="A->B", reason="expired") == 40
+            assert metric(port, "strait_audit_records_verified_total", flow="A->B") == 50
+            assert metric(port, "strait_audit_missing_total", flow="A->B") == 0
+            assert metric(port, "strait_audit_altered_total", flow="A->B") == 0
+            assert audit.stop() == 0
         assert mirror.stop() == 0
     copied = [record.value for record in consume_to_end(cluster_b.client_properties(), f"A.{topic}")]
     assert copied == values[:10] + values[50:], "0..9 before the wait, then everything the source still held"
