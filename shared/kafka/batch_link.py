@@ -8,8 +8,9 @@ Idempotence, as Kafka's own producer keeps it: the producer id comes from InitPr
 a running sequence, at most five batches per partition are in flight (the broker remembers the last five, so a
 retried batch that had landed is answered with its first offset instead of being written twice), and until a
 partition's first batch is acknowledged only that batch is in flight. A retriable failure sends everything
-unacknowledged again with the same sequences; a refusal (too large, invalid, not allowed) is the caller's to
-handle: the batches sent after it are dropped (the broker refuses them as out of sequence) and reported so.
+unacknowledged again with the same sequences, after a backoff that grows while the failures go on; a refusal (too
+large, invalid, not allowed) is the caller's to handle: the batches sent after it are dropped (the broker refuses
+them as out of sequence) and reported so.
 Every outcome is an `Outcome` value, kept apart from the broker's error codes (UNKNOWN_SERVER_ERROR is -1).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -27,6 +29,7 @@ from typing import Any
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.errors import for_code
+from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.protocol.produce import ProduceRequest
 from aiokafka.protocol.transaction import InitProducerIdRequest
 from aiokafka.structs import TopicPartition
@@ -49,7 +52,10 @@ PartitionKey = tuple[str, int]
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 ACKS_ALL = -1
 MAX_IN_FLIGHT_PER_PARTITION = 5
-RETRY_BACKOFF_S = 0.1
+# A partition's retriable failures in a row wait retry.backoff.ms, doubling up to retry.backoff.max.ms, +-20% (as
+# Kafka's producer, KIP-580): thousands of partitions a target has not created yet are not sent again every 100 ms.
+DEFAULT_RETRY_BACKOFF = Backoff(first_s=0.1, max_s=1.0)
+RETRY_JITTER = 0.2
 INIT_BACKOFF = Backoff(first_s=0.1, max_s=1.0)
 INIT_TIMEOUT_S = 60
 
@@ -58,6 +64,9 @@ OUT_OF_ORDER_SEQUENCE = 45
 DUPLICATE_SEQUENCE = 46
 _PRODUCER_BROKEN = frozenset({DUPLICATE_SEQUENCE, 47, 59, 90, 31})  # epoch, unknown producer, fenced, cluster auth
 UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+LATEST_OFFSET = -1  # ListOffsets' timestamp for the log end
+CONSUMER_REPLICA_ID = -1
 UNKNOWN_SERVER_ERROR = -1
 _NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE, UNKNOWN_TOPIC_OR_PARTITION})
 SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer wraps them
@@ -281,12 +290,14 @@ class _Lane:
     in_flight: deque[OutgoingBatch] = field(default_factory=deque)
     resend: bool = False  # a retriable failure: once nothing is in flight, send the unacknowledged again
     retry_at: float = 0.0
+    failures: int = 0  # retriable failures in a row (the backoff grows with them; an acknowledgement resets it)
+    unready: bool = False  # its leader has not taken the partition up yet: probed with ListOffsets, not sent again
     dropping: int = 0  # in-flight batches sent after a refusal, still to be answered and dropped
     refused: bool = False  # nothing more goes out until the caller decided what to send again (`resume`)
     node: int = -1  # the leader the in-flight batches went to; a new leader waits until they are answered
 
     def capacity(self, now: float) -> int:
-        if self.resend or self.dropping or self.refused or now < self.retry_at:
+        if self.resend or self.dropping or self.refused or self.unready or now < self.retry_at:
             return 0
         limit = MAX_IN_FLIGHT_PER_PARTITION if self.acknowledged_once else 1
         return limit - len(self.in_flight)
@@ -304,8 +315,10 @@ class BatchProducer:
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
+        retry_backoff: Backoff = DEFAULT_RETRY_BACKOFF,
     ) -> None:
         self._client = client
+        self._retry_backoff = retry_backoff
         self._max_request_bytes = max_request_bytes
         # A broker reads one request per connection at a time: more in flight only wait in socket buffers, each
         # as an encoded copy of batches already counted once (a target that stops answering would hold them all).
@@ -319,6 +332,8 @@ class BatchProducer:
         self._landed: list[Landed] = []
         self._changed = asyncio.Event()
         self._requests: set[asyncio.Task[None]] = set()
+        self._probing: set[int] = set()  # target brokers a readiness probe is out to
+        self._metadata_asked = 0.0
         self._failure: BaseException | None = None
         self._sent = 0
         self.producer_id = -1
@@ -381,6 +396,7 @@ class BatchProducer:
         `max_in_flight_requests` per leader at a time (what does not fit waits for an answer)."""
         self._raise_failure()
         now = time.monotonic()
+        self._probe_unready(now)
         by_node: dict[int, dict[PartitionKey, OutgoingBatch]] = {}
         budget: dict[int, int] = {}  # bytes each leader's free request slots can still carry this round
         for key, lane in self._lanes.items():
@@ -395,7 +411,7 @@ class BatchProducer:
                 continue
             node = self._client.cluster.leader_for_partition(TopicPartition(*key))
             if node is None or node < 0:
-                self._client.force_metadata_update()
+                self._refresh_metadata()
                 continue
             if lane.in_flight and node != lane.node:
                 continue  # one connection keeps a partition's batches in order: the new leader gets them after
@@ -487,11 +503,17 @@ class BatchProducer:
             lane.in_flight.remove(batch)
             lane.dropping -= 1
             self._land(Landed(batch, Outcome.DROPPED))
+        elif error == NOT_LEADER_OR_FOLLOWER and not lane.acknowledged_once and lane.in_flight[0] is batch:
+            # A new partition its leader has not taken up yet (a broker creating thousands of logs takes a while):
+            # asked whether it is ready with a ListOffsets of a few bytes, not sent the batch again and again.
+            self._send_again(lane, batch)
+            lane.unready = True
         elif lane.resend or answer is None or is_retriable(error) or lane.in_flight[0] is not batch:
             self._send_again(lane, batch)  # (not the head: answered before an earlier batch, a connection replaced)
         elif error == 0:
             lane.in_flight.popleft()
             lane.acknowledged_once = True
+            lane.failures = 0
             self._land(Landed(batch, Outcome.ACKNOWLEDGED, base_offset))
         elif error in _PRODUCER_BROKEN or error in _NOT_ABOUT_THE_RECORDS:
             self._failure = KafkaOperationError(
@@ -515,8 +537,63 @@ class BatchProducer:
         lane.queued.appendleft(batch)
         if not lane.in_flight:
             lane.queued = deque(sorted(lane.queued, key=lambda queued: queued.order))
-            lane.resend, lane.retry_at = False, time.monotonic() + RETRY_BACKOFF_S
+            lane.failures += 1
+            lane.resend, lane.retry_at = False, time.monotonic() + self._retry_delay(lane.failures)
+            self._refresh_metadata()
+
+    def _probe_unready(self, now: float) -> None:
+        """One ListOffsets per leader for the unready partitions whose backoff ran out (one probe at a time each)."""
+        by_node: dict[int, list[PartitionKey]] = {}
+        for key, lane in self._lanes.items():
+            if not lane.unready or now < lane.retry_at:
+                continue
+            node = self._client.cluster.leader_for_partition(TopicPartition(*key))
+            if node is None or node < 0:
+                self._refresh_metadata()
+            elif node not in self._probing:
+                by_node.setdefault(node, []).append(key)
+        for node, keys in by_node.items():
+            self._probing.add(node)
+            task = asyncio.ensure_future(self._probe(node, keys))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+
+    async def _probe(self, node: int, keys: list[PartitionKey]) -> None:
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for topic, partition in keys:
+            by_topic.setdefault(topic, []).append((partition, LATEST_OFFSET))
+        ready: set[PartitionKey] = set()
+        try:
+            response = await self._client.send(node, OffsetRequest(CONSUMER_REPLICA_ID, 0, list(by_topic.items())))
+            ready = {(topic, part[0]) for topic, parts in response.topics for part in parts if part[1] == 0}
+        except (TimeoutError, AioKafkaError, OSError):
+            pass  # no answer: every partition asked stays unready and is asked again after its backoff
+        finally:
+            self._probing.discard(node)
+        now = time.monotonic()
+        for key in keys:
+            lane = self._lanes.get(key)
+            if lane is None or not lane.unready:
+                continue
+            if key in ready:
+                lane.unready, lane.retry_at = False, 0.0
+            else:
+                lane.failures += 1
+                lane.retry_at = now + self._retry_delay(lane.failures)
+        if len(ready) < len(keys):
+            self._refresh_metadata()  # a leader may have moved
+        self._changed.set()
+
+    def _refresh_metadata(self) -> None:
+        """New metadata, at most once per retry.backoff.ms: thousands of partitions failing together ask once, not
+        in a stream of back-to-back requests that each list every partition (Kafka's producer waits the same)."""
+        now = time.monotonic()
+        if now - self._metadata_asked >= self._retry_backoff.first_s:
+            self._metadata_asked = now
             self._client.force_metadata_update()
+
+    def _retry_delay(self, failures: int) -> float:
+        return self._retry_backoff.delay(failures) * random.uniform(1 - RETRY_JITTER, 1 + RETRY_JITTER)
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -576,6 +653,10 @@ async def open_batch_link(
         buffer_bytes=number(target_props, "buffer.memory", DEFAULT_BUFFER_BYTES),
         max_in_flight_requests=number(
             target_props, "max.in.flight.requests.per.connection", DEFAULT_MAX_IN_FLIGHT_REQUESTS
+        ),
+        retry_backoff=Backoff(
+            first_s=number(target_props, "retry.backoff.ms", 100) / 1000,
+            max_s=number(target_props, "retry.backoff.max.ms", 1000) / 1000,
         ),
     )
     link = BatchLink(fetcher, producer, read_committed)

@@ -8,14 +8,18 @@ five is answered with its first offset again), so the tests see what a broker wo
 from __future__ import annotations
 
 import asyncio
+import itertools
 import struct
+import time
 from collections import deque
 from typing import Any
 
 import pytest
+from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
+from shared.retry import Backoff
 
 TOPIC = "A.orders"
 MESSAGE_TOO_LARGE, NOT_LEADER, OUT_OF_ORDER, UNKNOWN_SERVER_ERROR = 10, 6, 45, -1
@@ -34,6 +38,9 @@ class _Broker:
         self.log: list[tuple[int, int]] = []  # (sequence, first offset) of each batch written
         self.next_offset = 0
         self.script: deque[int] = deque()
+        self.probe_script: deque[int] = deque()  # answers to ListOffsets probes (0, ready, once it runs out)
+        self.produced = 0  # Produce requests answered
+        self.probes = 0  # ListOffsets requests answered
         self._count = 0
         self.cluster = _Cluster()
 
@@ -55,6 +62,12 @@ class _Broker:
 
     async def send(self, _node: int, request: Any) -> Any:
         await asyncio.sleep(0)
+        if isinstance(request, OffsetRequest):
+            self.probes += 1
+            ((topic, [(partition, _latest)]),) = request._topics
+            error = self.probe_script.popleft() if self.probe_script else 0
+            return type("Response", (), {"topics": [(topic, [(partition, error, -1, self.next_offset)])]})()
+        self.produced += 1
         ((topic, [(partition, payload)]),) = request._topics
         error, offset = self.answer(payload)
         return type("Response", (), {"topics": [(topic, [(partition, error, offset)])]})()
@@ -259,3 +272,53 @@ async def test_at_most_the_in_flight_request_limit_waits_on_a_broker_and_the_res
     for partition in range(12):  # each partition's batches went out in order, with running sequences
         assert [seq for p, seq in broker.written if p == partition] == [0, 1]
     assert producer.idle()
+
+
+@pytest.mark.asyncio
+async def test_a_partition_failing_again_and_again_waits_longer_each_time_up_to_the_max_backoff() -> None:
+    """A leader that keeps answering NOT_LEADER (moving, or overloaded): the batch is sent again after
+    retry.backoff.ms, doubling up to retry.backoff.max.ms (less 20% jitter at most), never at a fixed 100 ms."""
+    broker = _Broker()
+    attempts: list[float] = []
+    answer = broker.answer
+
+    def timed(payload: bytes) -> tuple[int, int]:
+        attempts.append(time.monotonic())
+        return answer(payload)
+
+    broker.answer = timed  # type: ignore[method-assign]
+    producer = BatchProducer(
+        broker, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.05, max_s=0.2)
+    )
+    producer.producer_id, producer.producer_epoch = 7, 0
+    producer.send(_batch(2, "first"))
+    assert [x.outcome for x in await _run(producer, 1)] == [ACKED]
+    attempts.clear()
+    broker.script.extend([NOT_LEADER] * 4)
+    producer.send(_batch(2, "late"))
+    landed = await _run(producer, 1)
+    assert [(x.batch.note, x.base_offset, x.outcome) for x in landed] == [("late", 2, ACKED)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
+    assert len(gaps) == 4
+    for gap, backoff in zip(gaps, [0.05, 0.1, 0.2, 0.2], strict=True):
+        assert gap >= backoff * 0.8 - 0.005, f"sent again after {gap:.3f}s, the backoff was {backoff}s"
+
+
+@pytest.mark.asyncio
+async def test_a_new_partition_its_leader_has_not_taken_up_is_probed_until_ready_not_sent_its_batch_again() -> None:
+    """A target creating thousands of partitions answers NOT_LEADER for those it has not created yet: the batch is
+    held and the partition asked with ListOffsets (a few bytes) until its leader answers, then sent once more."""
+    broker = _Broker()
+    producer = BatchProducer(
+        broker, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
+    )
+    producer.producer_id, producer.producer_epoch = 7, 0
+    broker.script.append(NOT_LEADER)
+    broker.probe_script.extend([NOT_LEADER, NOT_LEADER, 0])
+    for note in "ab":
+        producer.send(_batch(2, note))
+    landed = await _run(producer, 2)
+    assert [(x.batch.note, x.base_offset, x.outcome) for x in landed] == [("a", 0, ACKED), ("b", 2, ACKED)]
+    assert broker.probes == 3
+    assert broker.produced == 3, "a refused once, then a and b: the held batch was not sent while not ready"
+    assert [sequence for sequence, _ in broker.log] == [0, 2]
