@@ -1,6 +1,7 @@
 """Batch forwarding merges a fetch's run of small batches into one (a producer's backlog of tiny batches would
-otherwise go at five batches per round trip): the records, their order and their offsets stay exact, and what
-cannot be merged (a large batch, a gap, another codec, the target's size limit) still travels as before."""
+otherwise go at five batches per round trip), and a run of uncompressed batches two of which fit the target's
+batch.size (a partition's short backlog lands in one append): the records, their order and their offsets stay
+exact, and what cannot be merged (a large batch, a gap, another codec, the target's size limit) travels as before."""
 
 from __future__ import annotations
 
@@ -36,11 +37,15 @@ class Link:
     read_committed: bool = False
 
 
-def forward(fetched: bytes, *, max_record_bytes: int | None = 1_000_000) -> tuple[list[OutgoingBatch], int]:
+def forward(
+    fetched: bytes, *, max_record_bytes: int | None = 1_000_000, batch_size: int | None = None
+) -> tuple[list[OutgoingBatch], int]:
     """Feed one fetch of partition 0 to a batch-forwarding task from offset 0: what it queued, where it goes on."""
     spec = _spec(1)
     work = dataclasses.replace(spec.partitions[0], max_record_bytes=max_record_bytes)
-    task = BatchCopyTask(dataclasses.replace(spec, partitions=(work,), copy_batches=True), clients=None)  # type: ignore[arg-type]
+    producer = {} if batch_size is None else {"batch.size": str(batch_size)}
+    spec = dataclasses.replace(spec, partitions=(work,), copy_batches=True, target_producer=producer)
+    task = BatchCopyTask(spec, clients=None)  # type: ignore[arg-type]
     part = PartitionCopy(work, None, 0, SyncTracker(100), task.clock)
     part.position = 0
     task.parts[KEY] = part
@@ -80,7 +85,8 @@ def test_compressed_small_batches_merge_in_their_codec() -> None:
 
 
 def test_batches_of_few_large_records_go_as_they_are() -> None:
-    """A 16 KiB batch of 1 KiB records costs less forwarded than re-encoded, even with few records."""
+    """A 16 KiB batch of 1 KiB records costs less forwarded than re-encoded, even with few records, when the target's
+    batch.size (16 KiB, Kafka's default) would not hold two of them."""
     stored = [stored_batch(base, 16, value_size=1024) for base in range(0, 48, 16)]
     assert all(len(raw) >= SMALL_BATCH_BYTES for raw in stored)
     sent, _ = forward(b"".join(stored))
@@ -92,7 +98,7 @@ def test_large_batches_gaps_and_other_codecs_are_not_merged_across() -> None:
     stored = [
         stored_batch(0, 2),
         stored_batch(2, 2),
-        stored_batch(4, large),  # large: forwarded as it is
+        stored_batch(4, large, value_size=200),  # large: many records, more than half of batch.size
         stored_batch(4 + large, 2),
         stored_batch(10 + large, 2),  # after a gap (a marker, aborted data): its own run
         stored_batch(12 + large, 2),
@@ -117,4 +123,28 @@ def test_merged_batches_stay_within_the_targets_max_message_bytes() -> None:
     assert len(sent) > 1
     assert all(len(batch.payload) <= limit for batch in sent)
     assert [offset for batch in sent for offset in upstream(batch)] == list(range(80))
+    assert [record for batch in sent for record in records(batch)] == source_records(*stored)
+
+
+def test_uncompressed_batches_two_of_which_fit_the_targets_batch_size_go_as_one() -> None:
+    """A partition's short backlog in 16 KiB batches, batch.size 256 KiB: one batch, one append on the target."""
+    stored = [stored_batch(base, 16, value_size=1024) for base in range(0, 64, 16)]
+    sent, position = forward(b"".join(stored), batch_size=256 * 1024)
+    assert [upstream(batch) for batch in sent] == [list(range(64))]
+    assert records(sent[0]) == source_records(*stored)
+    assert position == 64
+
+
+def test_batches_too_large_to_pair_within_batch_size_and_compressed_ones_go_as_they_are() -> None:
+    batch_size = 40 * 1024
+    stored = [stored_batch(base, 24, value_size=1024) for base in range(0, 72, 24)]  # ~24 KiB: two do not fit
+    stored += [stored_batch(base, 64, value_size=1024, compression=LZ4) for base in range(72, 200, 64)]
+    sent, _ = forward(b"".join(stored), batch_size=batch_size)
+    assert [upstream(batch) for batch in sent] == [
+        list(range(0, 24)),
+        list(range(24, 48)),
+        list(range(48, 72)),
+        list(range(72, 136)),
+        list(range(136, 200)),
+    ]
     assert [record for batch in sent for record in records(batch)] == source_records(*stored)
