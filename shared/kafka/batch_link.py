@@ -568,6 +568,10 @@ class BatchProducer:
             ready = {(topic, part[0]) for topic, parts in response.topics for part in parts if part[1] == 0}
         except (TimeoutError, AioKafkaError, OSError):
             pass  # no answer: every partition asked stays unready and is asked again after its backoff
+        except Exception as exc:  # a bug or a broken client: the copy stops (as for a Produce), never spins
+            self._failure = exc
+            self._changed.set()
+            return
         finally:
             self._probing.discard(node)
         now = time.monotonic()

@@ -41,6 +41,7 @@ class _Broker:
         self.probe_script: deque[int] = deque()  # answers to ListOffsets probes (0, ready, once it runs out)
         self.produced = 0  # Produce requests answered
         self.probes = 0  # ListOffsets requests answered
+        self.probe_fails: Exception | None = None  # raised instead of answering a probe
         self._count = 0
         self.cluster = _Cluster()
 
@@ -63,6 +64,8 @@ class _Broker:
     async def send(self, _node: int, request: Any) -> Any:
         await asyncio.sleep(0)
         if isinstance(request, OffsetRequest):
+            if self.probe_fails is not None:
+                raise self.probe_fails
             self.probes += 1
             ((topic, [(partition, _latest)]),) = request._topics
             error = self.probe_script.popleft() if self.probe_script else 0
@@ -322,3 +325,14 @@ async def test_a_new_partition_its_leader_has_not_taken_up_is_probed_until_ready
     assert broker.probes == 3
     assert broker.produced == 3, "a refused once, then a and b: the held batch was not sent while not ready"
     assert [sequence for sequence, _ in broker.log] == [0, 2]
+
+
+@pytest.mark.asyncio
+async def test_a_readiness_probe_that_breaks_stops_the_copy_with_its_error() -> None:
+    broker = _Broker()
+    producer = _producer(broker)
+    broker.script.append(NOT_LEADER)
+    broker.probe_fails = ValueError("undecodable ListOffsets answer")
+    producer.send(_batch(2, "a"))
+    with pytest.raises(ValueError, match="undecodable"):
+        await _run(producer, 1)
