@@ -1,4 +1,4 @@
-"""Batch forwarding: a long-lived copy task that moves the source's record batches to the target as they are.
+"""Batch forwarding: the copier that moves the source's record batches to the target as they are.
 
 Python works per batch, not per record: a fetched v2 batch gets the target's own header fields (base offset,
 producer id, epoch and sequence; see `shared.kafka.record_batches`) and goes out still compressed; the target
@@ -14,7 +14,8 @@ entry to them (each first entry faults a page of a fresh, sparse index into memo
 target broker's time in a catch-up of 4,000 partitions).
 
 Only at-least-once flows use it: exactly-once flows copy record by record inside the target transaction.
-Progress, offset syncs and hand-over are the record path's (`CopyTask`); only fetching and producing differ.
+Positions, progress, offset syncs and hand-over are the task loop's (`task_loop.TaskLoop`); progress records go
+out through this copier's producer, one record per batch, so the target has one client per task.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.data_mirror.copy_task import FLUSH_TIMEOUT_S, HANDOVER_CHECK_S, CopyTask, TaskFailed
-from services.data_mirror.partition_copy import PartitionCopy
+from services.data_mirror.copier import FLUSH_TIMEOUT_S, FetchPosition, PartitionKey, ProgressFailed, TaskFailed
+from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskSpec
@@ -65,6 +66,13 @@ def _newest(records: Sequence[SourceRecord]) -> int:
     return max((record.timestamp for record in records if record.timestamp is not None), default=-1)
 
 
+@dataclass(frozen=True, slots=True)
+class _ProgressNote:
+    """What a progress batch carries back: whom to tell when it was not written."""
+
+    on_failure: ProgressFailed
+
+
 @dataclass
 class Fetching:
     """Where the next fetch of a partition starts, and up to where each record goes to the target on its own.
@@ -79,104 +87,108 @@ class Fetching:
     validated: int = NO_EPOCH
 
 
-class BatchCopyTask(CopyTask):
-    """A `CopyTask` whose records travel as the source's batches (`spec.copy_batches`)."""
+class BatchCopier:
+    """Forwards the source's record batches (`spec.copy_batches`), fetching and producing over the Kafka protocol."""
 
-    def __init__(self, spec: TaskSpec, clients: TaskClients) -> None:
-        super().__init__(spec, clients)
-        self.fetching: dict[tuple[str, int], Fetching] = {}
+    def __init__(self, spec: TaskSpec, clients: TaskClients, clock: Clock) -> None:
+        self.spec = spec
+        self.clients = clients
+        self.clock = clock
+        self.link: BatchLink | None = None
+        self.parts: dict[PartitionKey, PartitionCopy] = {}
+        self.fetching: dict[PartitionKey, Fetching] = {}
+        self.records = 0
+        self.read_errors = 0
+        self._fetches: dict[int, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
         self._refreshed = 0.0
         self._refreshing: asyncio.Future[None] | None = None
         self._rotation = 0
         self._node_retry_at: dict[int, float] = {}
         self._fetch_limits: dict[int, int] = {}  # source leader -> the bytes its fetch under way may bring
         self._fetched_from: set[int] = set()  # the source leaders the last round of fetches went to
-        self._validations: dict[tuple[str, int], asyncio.Task[tuple[int, int]]] = {}
+        self._validations: dict[PartitionKey, asyncio.Task[tuple[int, int]]] = {}
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
 
-    # -- the record path's hooks -----------------------------------------------------------------------
-    def _assign(self) -> None:
-        self.fetching = {key: Fetching(part.position) for key, part in self.parts.items()}
+    @property
+    def _link(self) -> BatchLink:
+        assert self.link is not None, "open() first"
+        return self.link
 
-    def _hold(self, part: PartitionCopy) -> None:
+    async def open(self) -> None:
+        self.link = await self.clients.open_batch_link()
+
+    async def close(self) -> None:
+        for pending in [*self._fetches.values(), *self._validations.values()]:
+            pending.cancel()
+        if self.link is not None:
+            await self.link.close()
+
+    def assign(self, parts: dict[PartitionKey, PartitionCopy]) -> None:
+        self.parts = parts
+        self.fetching = {key: Fetching(part.position) for key, part in parts.items()}
+
+    def hold(self, part: PartitionCopy) -> None:
         part.paused = True
 
-    def _release(self, part: PartitionCopy, offset: int) -> None:
+    def release(self, part: PartitionCopy, offset: int) -> None:
         part.paused = False
         fetching = self.fetching[part.work.key]
         fetching.position = offset
         fetching.one_by_one_until = max(fetching.one_by_one_until, offset)
 
-    def _advance_idle_positions(self) -> None:
-        """Move past what fetching skipped without a record (transaction markers, aborted data, retention)."""
-        for key, part in self.parts.items():
-            position = self.fetching[key].position
-            if part.settled() and not part.paused and position > part.next_position():
-                part.position = position
+    def positions(self) -> dict[PartitionKey, FetchPosition]:
+        """Fetching moves past what it skips without a record (transaction markers, aborted data, retention)."""
+        return {key: FetchPosition(fetching.position) for key, fetching in self.fetching.items()}
 
-    def _copy(self) -> None:
-        asyncio.run(self._forward())
+    def take_read_errors(self) -> int:
+        errors, self.read_errors = self.read_errors, 0
+        return errors
+
+    def write_progress(self, key: bytes, value: bytes, on_failure: ProgressFailed) -> None:
+        """A batch of one record, through the same producer as the records (no second client for the target)."""
+        record = SourceRecord(0, int(self.clock.now_ms or time.time() * 1000), key, value, ())
+        target = (self.spec.progress_topic, 0)
+        self._link.producer.send(OutgoingBatch(target, encode_records([record], 0), 1, _ProgressNote(on_failure)))
 
     # -- the loop ---------------------------------------------------------------------------------------
-    async def _forward(self) -> None:
-        link = await self.clients.open_batch_link()
-        try:
-            await self._forward_until_handover(link)
-            await self._drain(link)
-        finally:
-            await link.close()
+    async def step(self) -> None:
+        """Fetch for the partitions that have room, wait for an answer of either side, forward and take them."""
+        fetches = self._fetches
+        self._start_fetches(fetches)
+        await self._wake(*fetches.values())
+        self._take_landed()  # first: a refusal rewinds its partition before newer data is queued
+        self._take_validations()
+        self._rewind_diverged()
+        for node, fetch in list(fetches.items()):
+            if fetch.done():
+                del fetches[node]
+                self._fetch_limits.pop(node, None)
+                self._take_fetch(node, fetch)
+        self._link.producer.pump()
 
-    async def _forward_until_handover(self, link: BatchLink) -> None:
-        fetches: dict[int, asyncio.Task[dict[tuple[str, int], PartitionFetch]]] = {}
-        interval_s = self.spec.commit_interval_ms / 1000
-        now = time.monotonic()
-        next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
-        try:
-            while True:
-                self._start_fetches(link, fetches)
-                await self._wake(link, *fetches.values())
-                self._take_landed(link)  # first: a refusal rewinds its partition before newer data is queued
-                self._take_validations(link)
-                self._rewind_diverged()
-                for node, fetch in list(fetches.items()):
-                    if fetch.done():
-                        del fetches[node]
-                        self._fetch_limits.pop(node, None)
-                        self._take_fetch(link, node, fetch)
-                link.producer.pump()
-                now = time.monotonic()
-                if now >= next_check:
-                    next_check = now + HANDOVER_CHECK_S
-                    if self.clients.handover_requested():
-                        return
-                if now >= next_commit:
-                    self._commit(final=False)
-                    next_commit = time.monotonic() + interval_s
-        finally:
-            for pending in [*fetches.values(), *self._validations.values()]:
-                pending.cancel()
-
-    async def _drain(self, link: BatchLink) -> None:
-        """Before the final commit: wait until the target answered every batch sent."""
+    async def settle(self, *, wait: bool) -> None:
+        """Without `wait`, send what is queued; with it, until the target answered every batch sent."""
+        self._link.producer.pump()
+        if not wait:
+            return
         deadline = time.monotonic() + FLUSH_TIMEOUT_S
-        while not link.producer.idle():
+        while not self._link.producer.idle():
             if time.monotonic() > deadline:
                 raise TaskFailed(f"batches not acknowledged within {FLUSH_TIMEOUT_S}s")
-            link.producer.pump()
-            await self._wake(link)
-            self._take_landed(link)
+            self._link.producer.pump()
+            await self._wake()
+            self._take_landed()
+        self._take_landed()
         self._rewind_diverged()
 
-    async def _wake(self, link: BatchLink, *fetches: asyncio.Future[Any]) -> None:
+    async def _wake(self, *fetches: asyncio.Future[Any]) -> None:
         """Wait until the target answers, a fetch returns or WAKE_S passes; then read the clock."""
-        answered = asyncio.ensure_future(link.producer.wait())
+        answered = asyncio.ensure_future(self._link.producer.wait())
         await asyncio.wait([*fetches, answered], timeout=WAKE_S, return_when=asyncio.FIRST_COMPLETED)
         answered.cancel()
         self.clock.now_ms = time.time() * 1000
 
-    def _start_fetches(
-        self, link: BatchLink, fetches: dict[int, asyncio.Task[dict[tuple[str, int], PartitionFetch]]]
-    ) -> None:
+    def _start_fetches(self, fetches: dict[int, asyncio.Task[dict[PartitionKey, PartitionFetch]]]) -> None:
         if self._fetched_from and self._fetched_from <= fetches.keys():
             return  # every leader of the last round still fetches: the partitions are looked at when one answers
         by_node: dict[int, dict[tuple[str, int], int]] = {}
@@ -184,7 +196,7 @@ class BatchCopyTask(CopyTask):
         now = time.monotonic()
         # Bytes held are bounded (the target producer's buffer.memory): queued and in-flight batches plus what
         # the fetches under way may bring. Out of room, nothing is fetched until the target acknowledges.
-        room = link.producer.room() - sum(self._fetch_limits.get(node, 0) for node in fetches)
+        room = self._link.producer.room() - sum(self._fetch_limits.get(node, 0) for node in fetches)
         if room <= 0:
             return
         # A different partition first each time: only the first partition with data gets a batch larger than
@@ -193,11 +205,11 @@ class BatchCopyTask(CopyTask):
         self._rotation = (self._rotation + 1) % max(len(keys), 1)
         for key in keys[self._rotation :] + keys[: self._rotation]:
             part = self.parts[key]
-            if part.paused or link.producer.in_flight(part.work.remote_key) >= MAX_QUEUED_BATCHES:
+            if part.paused or self._link.producer.in_flight(part.work.remote_key) >= MAX_QUEUED_BATCHES:
                 continue
-            if not self._epoch_checked(link, key):
+            if not self._epoch_checked(key):
                 continue
-            node = link.fetcher.leader(key)
+            node = self._link.fetcher.leader(key)
             if node is None:
                 unknown = True
             elif node not in fetches and now >= self._node_retry_at.get(node, 0.0):
@@ -206,25 +218,25 @@ class BatchCopyTask(CopyTask):
         self._fetched_from = set(by_node) | (set(fetches) if by_node else set())
         for node, positions in by_node.items():
             self._fetch_limits[node] = share
-            fetches[node] = asyncio.ensure_future(link.fetcher.fetch(node, positions, share))
+            fetches[node] = asyncio.ensure_future(self._link.fetcher.fetch(node, positions, share))
         if unknown:
-            self._refresh(link)
+            self._refresh()
 
     # -- leader epochs (KIP-320) ------------------------------------------------------------------------
-    def _epoch_checked(self, link: BatchLink, key: tuple[str, int]) -> bool:
+    def _epoch_checked(self, key: tuple[str, int]) -> bool:
         """True when the partition may be fetched: its position is known to be on the current leader's log.
 
         Under a newer leader epoch than the one last checked, the new leader is first asked where the epoch of
         the last fetched batch ends (nothing fetched yet: nothing to check)."""
-        fetching, current = self.fetching[key], link.fetcher.epoch(key)
+        fetching, current = self.fetching[key], self._link.fetcher.epoch(key)
         if fetching.epoch == NO_EPOCH or current == NO_EPOCH or current <= fetching.validated:
             fetching.validated = max(fetching.validated, current)
             return True
         if key not in self._validations:
-            self._validations[key] = asyncio.ensure_future(link.fetcher.epoch_end(key, fetching.epoch))
+            self._validations[key] = asyncio.ensure_future(self._link.fetcher.epoch_end(key, fetching.epoch))
         return False
 
-    def _take_validations(self, link: BatchLink) -> None:
+    def _take_validations(self) -> None:
         for key, check in list(self._validations.items()):
             if not check.done():
                 continue
@@ -234,13 +246,15 @@ class BatchCopyTask(CopyTask):
                 continue
             try:
                 error, end_offset = check.result()
+                answered = not error
             except KafkaOperationError:
-                error, end_offset = -1, -1
-            if error:  # an epoch the leader does not know yet, a leader that moved again: ask after new metadata
+                answered = False
+            if not answered:  # an epoch the leader does not know yet, a leader that moved again, a lost
+                # connection: ask again after new metadata
                 self.read_errors += 1
-                self._refresh(link)
+                self._refresh()
                 continue
-            fetching.validated = link.fetcher.epoch(key)
+            fetching.validated = self._link.fetcher.epoch(key)
             if 0 <= end_offset < fetching.position:
                 self._diverged(part, fetching, end_offset)
 
@@ -248,7 +262,7 @@ class BatchCopyTask(CopyTask):
         """The source log was truncated under our position (an unclean leader election): what we copied from
         `offset` on is no longer there, and the records written there now are not those. Copy again from `offset`,
         as Kafka's Java consumer resets to the first offset known to diverge, once what is in flight answered."""
-        self._hold(part)
+        self.hold(part)
         part.diverge(offset)
 
     def _rewind_diverged(self) -> None:
@@ -262,22 +276,20 @@ class BatchCopyTask(CopyTask):
             fetching.one_by_one_until = min(fetching.one_by_one_until, part.position - 1)
             part.paused = False
 
-    def _refresh(self, link: BatchLink) -> None:
+    def _refresh(self) -> None:
         now = time.monotonic()
         if now - self._refreshed >= REFRESH_EVERY_S:
             self._refreshed = now
-            self._refreshing = asyncio.ensure_future(link.fetcher.refresh())
+            self._refreshing = asyncio.ensure_future(self._link.fetcher.refresh())
 
     # -- what was fetched -------------------------------------------------------------------------------
-    def _take_fetch(
-        self, link: BatchLink, node: int, fetch: asyncio.Task[dict[tuple[str, int], PartitionFetch]]
-    ) -> None:
+    def _take_fetch(self, node: int, fetch: asyncio.Task[dict[tuple[str, int], PartitionFetch]]) -> None:
         try:
             fetched = fetch.result()
         except KafkaOperationError:  # the connection failed: ask again after new metadata, not at once
             self.read_errors += 1
             self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
-            self._refresh(link)
+            self._refresh()
             return
         if fetched and all(answer.error for answer in fetched.values()):
             self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
@@ -286,23 +298,21 @@ class BatchCopyTask(CopyTask):
             if part is None or fetching is None or part.paused or answer.requested != fetching.position:
                 continue  # a rewind or a release moved the position while this fetch was out
             if answer.error:
-                self._fetch_error(link, part, fetching, answer.error)
+                self._fetch_error(part, fetching, answer.error)
                 continue
             if answer.high_watermark >= 0:
                 part.end_offset = answer.high_watermark
-            self._forward_batches(link, part, fetching, answer)
+            self._forward_batches(part, fetching, answer)
 
-    def _forward_batches(
-        self, link: BatchLink, part: PartitionCopy, fetching: Fetching, answer: PartitionFetch
-    ) -> None:
+    def _forward_batches(self, part: PartitionCopy, fetching: Fetching, answer: PartitionFetch) -> None:
         batches = read_batches(answer.records)
         corrupt = next((batch for batch in batches if batch.corrupt), None)
         if corrupt is not None:
             batches = batches[: batches.index(corrupt)]  # what comes before it is whole: copied as usual
-        kept = CommittedFilter(answer.aborted).committed(batches) if link.read_committed else batches
+        kept = CommittedFilter(answer.aborted).committed(batches) if self._link.read_committed else batches
         due = [batch for batch in kept if not batch.is_control and batch.last_offset >= fetching.position]
         for group in self._groups(part, fetching, due):
-            sent = self._send(link, part, fetching, group[0]) if len(group) == 1 else self._merge(link, part, group)
+            sent = self._send(part, fetching, group[0]) if len(group) == 1 else self._merge(part, group)
             if not sent:
                 return  # the partition stopped at a refused record
             fetching.position = group[-1].next_offset
@@ -355,20 +365,20 @@ class BatchCopyTask(CopyTask):
             and (part.held_at is None or batch.last_offset < part.held_at)
         )
 
-    def _merge(self, link: BatchLink, part: PartitionCopy, group: list[SourceBatch]) -> bool:
+    def _merge(self, part: PartitionCopy, group: list[SourceBatch]) -> bool:
         """Send consecutive small batches as one, re-encoded in their codec (one by one if too large for the target)."""
         records = [record for batch in group for record in records_of(batch)]
         encoded = encode_records(records, group[0].compression)
         limit = part.work.max_record_bytes
         if limit is not None and len(encoded) > limit:
-            return all(self._send(link, part, self.fetching[part.work.key], batch) for batch in group)
+            return all(self._send(part, self.fetching[part.work.key], batch) for batch in group)
         for batch in group:
             self._count(part, batch)
         upstream = range(group[0].base_offset, group[-1].last_offset + 1)
-        self._queue(link, part, encoded, upstream, max(batch.max_timestamp for batch in group))
+        self._queue(part, encoded, upstream, max(batch.max_timestamp for batch in group))
         return True
 
-    def _send(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
+    def _send(self, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
         """Queue `batch` for the target, as it is or re-encoded; False when the partition stops in it (a record
         the target refuses, or a refusal an earlier task committed whose retry is not due yet)."""
         limit = part.work.max_record_bytes
@@ -384,7 +394,7 @@ class BatchCopyTask(CopyTask):
         self._count(part, batch)
         if reason is None:
             upstream = range(batch.base_offset, batch.last_offset + 1)
-            self._queue(link, part, for_target(batch, -1, -1, -1), upstream, batch.max_timestamp)
+            self._queue(part, for_target(batch, -1, -1, -1), upstream, batch.max_timestamp)
             part.forwarded += batch.count
             return True
         part.reencoded_reason = reason
@@ -395,7 +405,7 @@ class BatchCopyTask(CopyTask):
         if not one_by_one and records:
             encoded = encode_records(records, batch.compression)
             if limit is None or len(encoded) <= limit:
-                self._queue(link, part, encoded, [r.offset for r in records], _newest(records))
+                self._queue(part, encoded, [r.offset for r in records], _newest(records))
                 records = []
         for record in records:  # one per batch: the batch is too large, or the target refused it as a whole
             encoded = encode_records([record], batch.compression)
@@ -406,7 +416,7 @@ class BatchCopyTask(CopyTask):
                 )
                 self._stop_at(part, fetching, record.offset)
                 return False
-            self._queue(link, part, encoded, [record.offset], _newest([record]))
+            self._queue(part, encoded, [record.offset], _newest([record]))
         if held:
             assert part.held_at is not None
             self._stop_at(part, fetching, part.held_at)
@@ -414,7 +424,7 @@ class BatchCopyTask(CopyTask):
         return True
 
     def _stop_at(self, part: PartitionCopy, fetching: Fetching, offset: int) -> None:
-        self._hold(part)
+        self.hold(part)
         fetching.position = offset
 
     def _count(self, part: PartitionCopy, batch: SourceBatch) -> None:
@@ -428,23 +438,21 @@ class BatchCopyTask(CopyTask):
         if age > part.age_ms_max:
             part.age_ms_max = age
 
-    def _queue(
-        self, link: BatchLink, part: PartitionCopy, payload: bytearray, upstream: Sequence[int], newest_ms: float
-    ) -> None:
+    def _queue(self, part: PartitionCopy, payload: bytearray, upstream: Sequence[int], newest_ms: float) -> None:
         part.in_flight.append(upstream[0])
         note = (part, upstream, newest_ms)
-        link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))
+        self._link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))
 
-    def _fetch_error(self, link: BatchLink, part: PartitionCopy, fetching: Fetching, code: int) -> None:
+    def _fetch_error(self, part: PartitionCopy, fetching: Fetching, code: int) -> None:
         if code == OFFSET_OUT_OF_RANGE:
             self._fetch_out_of_range(part, fetching)
         elif code == TOPIC_AUTHORIZATION_FAILED:
             raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
-        elif code in TOPIC_GONE and not link.fetcher.knows(part.work.source_topic):
-            self._hold(part)  # deleted on the source: the driver's next refresh drops it
+        elif code in TOPIC_GONE and not self._link.fetcher.knows(part.work.source_topic):
+            self.hold(part)  # deleted on the source: the driver's next refresh drops it
         else:  # a leader moved, a replica is behind: new metadata, then the next fetch
             self.read_errors += 1
-            self._refresh(link)
+            self._refresh()
 
     def _fetch_out_of_range(self, part: PartitionCopy, fetching: Fetching) -> None:
         """Retention deleted what we were about to read, or the partition is shorter than our position."""
@@ -455,8 +463,11 @@ class BatchCopyTask(CopyTask):
         fetching.position = part.skip_out_of_range(fetching.position, low, high, to_latest=self.spec.reset_to_latest)
 
     # -- what the target answered -----------------------------------------------------------------------
-    def _take_landed(self, link: BatchLink) -> None:
-        for landed in link.producer.take_landed():
+    def _take_landed(self) -> None:
+        for landed in self._link.producer.take_landed():
+            if isinstance(landed.batch.note, _ProgressNote):
+                self._progress_landed(landed, landed.batch.note)
+                continue
             part, upstream, newest_ms = landed.batch.note
             if landed.outcome is Outcome.ACKNOWLEDGED:
                 part.landed(upstream, landed.base_offset, newest_ms)
@@ -464,19 +475,27 @@ class BatchCopyTask(CopyTask):
                 part.in_flight.popleft()
             else:
                 part.in_flight.popleft()
-                self._refused(link, part, upstream, landed)
+                self._refused(part, upstream, landed)
 
-    def _refused(self, link: BatchLink, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
+    def _progress_landed(self, landed: Landed, note: _ProgressNote) -> None:
+        """A progress record not written fails the task at its next commit (its partition is copied again)."""
+        if landed.outcome is Outcome.ACKNOWLEDGED:
+            return
+        if landed.outcome is Outcome.REFUSED:
+            self._link.producer.resume(landed.batch.key)
+        note.on_failure(landed.message or landed.outcome.value)
+
+    def _refused(self, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
         """A batch of several records is sent again record by record; a single refused record stops the partition.
 
         Either way the partition starts again from the refused batch: what was queued behind it is dropped."""
         fetching = self.fetching[part.work.key]
         fetching.position = upstream[0]
-        link.producer.resume(part.work.remote_key)
+        self._link.producer.resume(part.work.remote_key)
         if len(upstream) > 1:
             fetching.one_by_one_until = max(fetching.one_by_one_until, upstream[-1])
             part.reencoded_reason = f"refused as a batch: {landed.message}"
             return
         where = f"writing {part.work.remote_topic}-{part.work.partition}"
         part.refuse(upstream[0], f"{landed.message} ({where})")
-        self._hold(part)
+        self.hold(part)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ async def _no_batch_link() -> BatchLink:
 class TaskClients:
     """What a copy task talks to; injected, so the task's logic runs in unit tests without brokers."""
 
-    consumer: Any
+    consumer: Any  # the record path's (None when the task forwards batches)
     producer: Any
     sync_producer: Any | None
     load_progress: Callable[[], dict[tuple[str, int], Progress]]
@@ -55,20 +56,11 @@ class TaskClients:
 
 
 def connect(spec: TaskSpec) -> TaskClients:
-    """Real clients for `spec`. Exactly-once: transactions are initialised (fencing) before progress is read."""
-    producer = confluent_producer(spec.target_producer, **_producer_settings(spec.transactional_id))
-    if spec.transactional_id:
-        producer.init_transactions(INIT_TIMEOUT_S)
-    consumer = confluent_consumer(
-        spec.source_consumer,
-        **{
-            "group.id": mirror_source_group(spec.flow),
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            "check.crcs": True,  # a corrupt source batch stops its partition instead of being copied
-            "auto.offset.reset": "error",  # the task resets itself, counting every record skipped (copy_task)
-        },
-    )
+    """Real clients for `spec`. Exactly-once: transactions are initialised (fencing) before progress is read.
+
+    A batch-forwarding task gets no record consumer or producer: its copier opens its own protocol clients
+    (`open_batch_link`), which write its progress too."""
+    producer, consumer = (None, None) if spec.copy_batches else _record_clients(spec)
     sync_producer = None
     if spec.emit_offset_syncs:
         sync_producer = confluent_producer(spec.sync_producer, **_producer_settings(None))
@@ -77,7 +69,8 @@ def connect(spec: TaskSpec) -> TaskClients:
 
     def close() -> None:
         watch.close()
-        consumer.close()
+        if consumer is not None:
+            consumer.close()
         for client in (producer, sync_producer):
             if client is not None:
                 client.flush(5)
@@ -98,16 +91,44 @@ def connect(spec: TaskSpec) -> TaskClients:
             spec.source_consumer,
             spec.target_producer,
             sorted({work.source_topic for work in spec.partitions}),
-            sorted({work.remote_topic for work in spec.partitions}),
+            sorted({work.remote_topic for work in spec.partitions} | {spec.progress_topic}),
         ),
     )
 
 
+def _record_clients(spec: TaskSpec) -> tuple[Any, Any]:
+    """The record path's producer (its transactions initialised: any earlier task of the slot is fenced) and
+    consumer."""
+    producer = confluent_producer(spec.target_producer, **_producer_settings(spec.transactional_id))
+    if spec.transactional_id:
+        producer.init_transactions(INIT_TIMEOUT_S)
+    consumer = confluent_consumer(
+        spec.source_consumer,
+        **{
+            "group.id": mirror_source_group(spec.flow),
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "check.crcs": True,  # a corrupt source batch stops its partition instead of being copied
+            "auto.offset.reset": "error",  # the task resets itself, counting every record skipped (record_copy)
+        },
+    )
+    return producer, consumer
+
+
 def _epoch_ends(props: dict[str, str], epochs: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-    """`leader_epochs.epoch_ends`, bounded in time, for the task's blocking start (nothing asked: no I/O)."""
+    """`leader_epochs.epoch_ends`, bounded in time and blocking (nothing asked: no I/O).
+
+    Asked from inside the task's event loop (the record copier, after an out-of-range error), it runs on a
+    thread of its own: the record copier's step blocks anyway, and a loop cannot run a second one in itself."""
     if not epochs:
         return {}
-    return asyncio.run(asyncio.wait_for(epoch_ends(props, epochs), LOOKUP_TIMEOUT_S))
+    asked = asyncio.wait_for(epoch_ends(props, epochs), LOOKUP_TIMEOUT_S)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(asked)
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, asked).result()
 
 
 def _producer_settings(transactional_id: str | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The Spark entry point of a copy task: connect, then copy record by record or by forwarding batches."""
+"""The Spark entry point of a copy task: connect, then run the task loop with the flow's copier."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import gc
 import time
 from typing import TYPE_CHECKING
 
-from services.data_mirror.batch_copy import BatchCopyTask
-from services.data_mirror.copy_task import CopyTask, describe
-from services.data_mirror.task_clients import connect
+from services.data_mirror.batch_copy import BatchCopier
+from services.data_mirror.copier import describe
+from services.data_mirror.partition_copy import Clock
+from services.data_mirror.record_copy import RecordCopier
+from services.data_mirror.task_clients import TaskClients, connect
+from services.data_mirror.task_loop import TaskLoop
 from services.data_mirror.task_secrets import with_secrets
 from services.data_mirror.work import TaskResult, TaskSpec
 
@@ -27,10 +30,19 @@ def run_task(spec: TaskSpec, secrets: Broadcast[dict[str, str]] | None = None) -
         clients = connect(spec)
     except Exception as exc:  # no clients, nothing copied: the driver retries the slot
         return TaskResult(spec.flow, spec.slot, spec.generation, error=f"connecting: {describe(exc)}")
-    task = BatchCopyTask(spec, clients) if spec.copy_batches else CopyTask(spec, clients)
-    result = task.run()
+    result = task_loop(spec, clients).run()
     result.duration_s = time.monotonic() - began
     return result
+
+
+def task_loop(spec: TaskSpec, clients: TaskClients) -> TaskLoop:
+    """The loop for `spec`: batch forwarding when the flow asks for it (at-least-once only), else record by record,
+    in the producer's transaction when the flow is exactly-once."""
+    clock = Clock(retry_s=spec.blocked_retry_s)
+    if spec.copy_batches:
+        return TaskLoop(spec, clients, BatchCopier(spec, clients, clock), clock)
+    records = RecordCopier(spec, clients, clock)
+    return TaskLoop(spec, clients, records, clock, records if spec.exactly_once else None)
 
 
 def _freeze_what_is_alive() -> None:

@@ -13,7 +13,8 @@ CLIENT_LIBRARIES = ("confluent_kafka", "aiokafka")
 # loop calls them directly on its hot path; the local Kafka harness starts brokers.
 CLIENTS_ALLOWED = ("shared/kafka/", "shared/localkafka/")
 COPY_LOOP = (
-    "services/data_mirror/copy_task.py",
+    "services/data_mirror/record_copy.py",
+    "services/data_mirror/task_loop.py",
     "services/data_mirror/partition_copy.py",
     "services/data_mirror/task_clients.py",
 )

@@ -10,8 +10,8 @@ from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from services.data_mirror.batch_copy import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS, BatchCopyTask, Fetching
-from services.data_mirror.partition_copy import PartitionCopy
+from services.data_mirror.batch_copy import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS, BatchCopier
+from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
 from shared.kafka.batch_link import OutgoingBatch, PartitionFetch
 from tests.unit.services.data_mirror.test_copy_task import _spec
@@ -45,13 +45,14 @@ def forward(
     work = dataclasses.replace(spec.partitions[0], max_record_bytes=max_record_bytes)
     producer = {} if batch_size is None else {"batch.size": str(batch_size)}
     spec = dataclasses.replace(spec, partitions=(work,), copy_batches=True, target_producer=producer)
-    task = BatchCopyTask(spec, clients=None)  # type: ignore[arg-type]
+    task = BatchCopier(spec, None, Clock(3600))  # type: ignore[arg-type]
     part = PartitionCopy(work, None, 0, SyncTracker(100), task.clock)
     part.position = 0
-    task.parts[KEY] = part
-    task.fetching[KEY] = fetching = Fetching(0)
+    task.assign({KEY: part})
+    fetching = task.fetching[KEY]
     link: Any = Link()
-    task._forward_batches(link, part, fetching, PartitionFetch(0, 0, -1, -1, 0, [], fetched))
+    task.link = link
+    task._forward_batches(part, fetching, PartitionFetch(0, 0, -1, -1, 0, [], fetched))
     return link.producer.batches, fetching.position
 
 

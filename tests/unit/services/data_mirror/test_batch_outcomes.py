@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from services.data_mirror.batch_copy import BatchCopyTask, Fetching
-from services.data_mirror.partition_copy import PartitionCopy
+from services.data_mirror.batch_copy import BatchCopier, Fetching
+from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.task_loop import TaskLoop
 from shared.kafka.batch_link import BatchProducer, PartitionFetch
 from tests.unit.services.data_mirror.test_copy_task import _spec
 from tests.unit.shared.kafka.test_batch_producer import _Broker, _producer
@@ -25,6 +26,7 @@ from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch
 
 KEY = ("orders", 0)
 UNKNOWN_SERVER_ERROR = -1
+TOPIC_AUTHORIZATION_FAILED = 29
 
 
 class RecordingBroker(_Broker):
@@ -48,27 +50,32 @@ class Link:
     read_committed: bool = False
 
 
-def _task() -> tuple[BatchCopyTask, PartitionCopy, Fetching]:
+def _task() -> tuple[BatchCopier, PartitionCopy, Fetching]:
     spec = _spec(1)
     work = dataclasses.replace(spec.partitions[0], max_record_bytes=1_000_000)
-    task = BatchCopyTask(dataclasses.replace(spec, partitions=(work,), copy_batches=True), clients=None)  # type: ignore[arg-type]
+    task = BatchCopier(dataclasses.replace(spec, partitions=(work,), copy_batches=True), None, Clock(3600))  # type: ignore[arg-type]
     part = PartitionCopy(work, None, 0, SyncTracker(100), task.clock)
     part.position = 0
-    task.parts[KEY] = part
-    task.fetching[KEY] = fetching = Fetching(0)
-    return task, part, fetching
+    task.assign({KEY: part})
+    return task, part, task.fetching[KEY]
 
 
-async def _copy(
-    task: BatchCopyTask, part: PartitionCopy, fetching: Fetching, link: Any, stored: bytes, end: int
-) -> None:
+def _commit_positions(task: BatchCopier) -> None:
+    """What the task loop's commit does before it writes progress: settled partitions move to the fetch position."""
+    loop = TaskLoop(task.spec, None, task, task.clock)  # type: ignore[arg-type]
+    loop.parts = task.parts
+    loop._advance_idle_positions(task.positions())
+
+
+async def _copy(task: BatchCopier, part: PartitionCopy, fetching: Fetching, link: Any, stored: bytes, end: int) -> None:
     """Fetch (the same log) whenever the partition wants more, until the target acknowledged everything."""
+    task.link = link
     for _ in range(500):
         if fetching.position < end and not part.paused:
-            task._forward_batches(link, part, fetching, PartitionFetch(fetching.position, 0, end, end, 0, [], stored))
+            task._forward_batches(part, fetching, PartitionFetch(fetching.position, 0, end, end, 0, [], stored))
         link.producer.pump()
         await asyncio.sleep(0.005)
-        task._take_landed(link)
+        task._take_landed()
         if part.acked == end - 1 and link.producer.idle():
             return
 
@@ -81,7 +88,7 @@ async def test_a_batch_answered_with_unknown_server_error_is_sent_again_and_noth
     broker.script.append(UNKNOWN_SERVER_ERROR)  # the first Produce: the broker's error -1
     task, part, fetching = _task()
     await _copy(task, part, fetching, Link(producer), stored, 300)
-    task._advance_idle_positions()  # what a commit does before it writes progress
+    _commit_positions(task)
     assert broker.written == [f"k{offset}".encode() for offset in range(300)], "every record, once, in order"
     assert part.next_position() == 300
     assert part.refused_at is None
@@ -96,7 +103,7 @@ async def test_progress_never_passes_records_the_target_refused_with_unknown_ser
     broker.script.extend([UNKNOWN_SERVER_ERROR] * 2)  # the batch, then its first record sent on its own
     task, part, fetching = _task()
     await _copy(task, part, fetching, Link(producer), stored, 10)
-    task._advance_idle_positions()
+    _commit_positions(task)
     assert broker.written == []
     assert part.refused_at == 0
     assert part.next_position() == 0
@@ -134,18 +141,19 @@ def _with_epoch(raw: bytes, epoch: int) -> bytes:
     return bytes(out)
 
 
-async def _copied_under_epoch_0(ends: dict[int, int]) -> tuple[BatchCopyTask, PartitionCopy, Fetching, EpochLink]:
+async def _copied_under_epoch_0(ends: dict[int, int]) -> tuple[BatchCopier, PartitionCopy, Fetching, EpochLink]:
     """100 records fetched under leader epoch 0 and acknowledged; then the leader epoch becomes 1."""
     stored = _with_epoch(stored_batch(0, 100), 0)
     link = EpochLink(_producer(RecordingBroker()), EpochFetcher(0, ends))
     task, part, fetching = _task()
-    assert task._epoch_checked(link, KEY)  # type: ignore[arg-type]
+    task.link = link  # type: ignore[assignment]
+    assert task._epoch_checked(KEY)
     await _copy(task, part, fetching, link, stored, 100)
     assert (fetching.epoch, part.next_position()) == (0, 100)
     link.fetcher.epochs[KEY] = 1
-    assert not task._epoch_checked(link, KEY), "a new leader epoch is checked before the next fetch"  # type: ignore[arg-type]
+    assert not task._epoch_checked(KEY), "a new leader epoch is checked before the next fetch"
     await asyncio.sleep(0.01)
-    task._take_validations(link)  # type: ignore[arg-type]
+    task._take_validations()
     task._rewind_diverged()
     return task, part, fetching, link
 
@@ -157,12 +165,33 @@ async def test_a_log_truncated_under_the_position_is_copied_again_from_where_it_
     assert (fetching.position, part.next_position(), part.acked) == (40, 40, 39)
     assert not part.paused
     assert part.report().reset_from == 100
-    assert task._epoch_checked(link, KEY)  # type: ignore[arg-type]
+    assert task._epoch_checked(KEY)
 
 
 @pytest.mark.asyncio
 async def test_a_new_leader_that_holds_everything_fetched_changes_nothing() -> None:
-    task, part, fetching, link = await _copied_under_epoch_0({0: 100})
+    task, part, fetching, _ = await _copied_under_epoch_0({0: 100})
     assert (fetching.position, part.next_position(), fetching.validated) == (100, 100, 1)
     assert part.report().reset_from is None
-    assert task._epoch_checked(link, KEY)  # type: ignore[arg-type]
+    assert task._epoch_checked(KEY)
+
+
+@pytest.mark.asyncio
+async def test_progress_goes_out_through_the_batch_producer_and_its_refusal_reaches_the_loop() -> None:
+    """A batch-forwarding task has one client for the target: its progress records are batches of one record
+    of its own producer, and one the target refuses fails the task's next commit instead of passing unnoticed."""
+    broker = RecordingBroker()
+    task, _part, _fetching = _task()
+    task.link = Link(_producer(broker))  # type: ignore[assignment]
+    failures: list[str] = []
+    task.write_progress(b"progress-key", b"progress-value", failures.append)
+    await task.settle(wait=True)
+    assert broker.written == [b"progress-key"]
+    assert failures == []
+
+    broker.script.append(TOPIC_AUTHORIZATION_FAILED)
+    task.write_progress(b"second-key", b"second-value", failures.append)
+    await task.settle(wait=True)
+    assert broker.written == [b"progress-key"]
+    assert len(failures) == 1
+    assert "TOPIC_AUTHORIZATION_FAILED" in failures[0]

@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 from confluent_kafka import KafkaError
 
-from services.data_mirror.copy_task import CopyTask
 from services.data_mirror.task_clients import TaskClients
+from services.data_mirror.task_entry import task_loop
+from services.data_mirror.task_loop import TaskLoop
 from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.records import OffsetSync
 from shared.records.progress import decode_progress_record
@@ -66,8 +67,8 @@ def _until(condition: Callable[[], bool], *, limit_s: float = 5.0) -> Callable[[
 
 def _run(
     cluster: FakeCluster, spec: TaskSpec, producer: FakeProducer, handover: Callable[[], bool]
-) -> tuple[CopyTask, str | None]:
-    task = CopyTask(spec, fake_clients(cluster, producer, progress_topic=PROGRESS, flow=FLOW, handover=handover))
+) -> tuple[TaskLoop, str | None]:
+    task = task_loop(spec, fake_clients(cluster, producer, progress_topic=PROGRESS, flow=FLOW, handover=handover))
     result = task.run()
     return task, result.error
 
@@ -203,7 +204,7 @@ def test_retriable_source_errors_are_counted_in_the_progress_report_and_copying_
     )
     lost = KafkaError(KafkaError._TRANSPORT, "connection to the source broker lost", fatal=False, retriable=True)
     clients.consumer.errors = [FakeMessage("orders", 0, -1, Record(None, None, 0, None), error=lost) for _ in range(3)]
-    result = CopyTask(_spec(1), clients).run()
+    result = task_loop(_spec(1), clients).run()
     assert result.error is None
     assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
     reports = [decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0) if r.value is not None]
@@ -262,7 +263,7 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
         _fill(cluster, 0, 10, start=1000)  # then written by it at 50..59
 
     clients.handover_requested = _out_of_range_at_80(cluster, clients, truncate, copied=90)
-    result = CopyTask(_with_topic_id(_spec(1), "id-1"), clients).run()
+    result = task_loop(_with_topic_id(_spec(1), "id-1"), clients).run()
     assert result.error is None
     source = [r.value for r in cluster.log("orders", 0)]
     target = _values(cluster, 0)
@@ -317,6 +318,6 @@ def test_a_topic_made_again_under_a_running_task_is_copied_from_its_start_not_ta
         ids["orders"] = "id-2"
 
     clients.handover_requested = _out_of_range_at_80(cluster, clients, make_again, copied=110)
-    result = CopyTask(_with_topic_id(_spec(1), "id-1"), clients).run()
+    result = task_loop(_with_topic_id(_spec(1), "id-1"), clients).run()
     assert result.error is None
     assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)], "all 30, from the start"

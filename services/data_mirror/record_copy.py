@@ -1,0 +1,271 @@
+"""Copying record by record: a confluent consumer on the source, a confluent producer on the target.
+
+The copier exactly-once flows use (the producer's transaction holds the records and their progress), and any
+flow that does not forward batches. Each record is produced with its partition's delivery callback, which moves
+the partition's acknowledged position (`PartitionCopy.on_delivery`). Its clients are blocking: a step waits in
+the consumer for at most IDLE_WAIT_S, which is all the event loop has to do in this mode.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from services.data_mirror.copier import (
+    FLUSH_TIMEOUT_S,
+    FetchPosition,
+    PartitionKey,
+    ProgressFailed,
+    TaskFailed,
+    describe,
+)
+from services.data_mirror.partition_copy import Clock, PartitionCopy, refuses_record
+from services.data_mirror.record_size import record_size, surely_fits
+from services.data_mirror.task_clients import TaskClients
+from services.data_mirror.work import TaskSpec
+from shared.kafka.cluster_errors import TOPIC_GONE
+
+CONSUME_BATCH = 5000
+IDLE_WAIT_S = 0.05
+UNKNOWN_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # brokers before Kafka 2.8 have no topic ids: all zeros
+LEADER_MOVED = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
+
+
+class RecordCopier:
+    """Consume, produce with a per-partition callback; the producer's transaction when the flow is exactly-once."""
+
+    def __init__(self, spec: TaskSpec, clients: TaskClients, clock: Clock) -> None:
+        self.spec = spec
+        self.clients = clients
+        self.clock = clock
+        self.consumer = clients.consumer
+        self.producer = clients.producer
+        self.parts: dict[PartitionKey, PartitionCopy] = {}
+        self.records = 0
+        self.read_errors = 0
+
+    async def open(self) -> None:
+        """The clients were connected with the task (the producer's transactions initialised, fencing)."""
+
+    async def close(self) -> None:
+        """The task's clients close them (`TaskClients.close`)."""
+
+    def assign(self, parts: dict[PartitionKey, PartitionCopy]) -> None:
+        self.parts = parts
+        assignment = [TopicPartition(*key, part.position) for key, part in parts.items()]
+        if assignment:
+            self.consumer.assign(assignment)
+
+    # -- the hot loop -------------------------------------------------------------------------------------
+    async def step(self) -> None:
+        """Consume what is there (waiting up to IDLE_WAIT_S for the first record when nothing is), produce it."""
+        consumer, producer, parts, clock = self.consumer, self.producer, self.parts, self.clock
+        produce, poll = producer.produce, producer.poll
+        messages = consumer.consume(CONSUME_BATCH, 0)
+        if not messages:
+            poll(0)
+            first = consumer.poll(IDLE_WAIT_S)  # returns as soon as a record arrives: no batching delay
+            messages = [first] if first is not None else []
+        now_ms = clock.now_ms = time.time() * 1000
+        for msg in messages:
+            if msg.error() is not None:
+                self._consumer_error(msg)
+                continue
+            part = parts.get((msg.topic(), msg.partition()))
+            if part is None or part.paused:
+                continue
+            offset = msg.offset()
+            if part.held_at is not None and offset >= part.held_at:
+                self.hold(part)
+                continue
+            if offset < part.fetched_next:  # the consumer went back on its own: the source log was truncated
+                part.diverge(offset)
+            part.fetched_next = offset + 1
+            key, value, headers = msg.key(), msg.value(), msg.headers()
+            limit = part.work.max_record_bytes
+            if (
+                limit is not None
+                and not surely_fits(key, value, headers, limit)
+                and self._too_large(part, offset, key, value, headers, limit)
+            ):
+                continue
+            timestamp = msg.timestamp()[1]
+            while True:
+                try:
+                    produce(
+                        part.work.remote_topic,
+                        value,
+                        key,
+                        partition=part.work.partition,
+                        timestamp=timestamp,
+                        headers=headers,
+                        on_delivery=part.deliver,
+                    )
+                    break
+                except BufferError:
+                    poll(0.05)
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                    if error is None or not refuses_record(error):
+                        raise  # the producer itself is broken (fenced, fatal): restart from the committed progress
+                    where = f"writing {part.work.remote_topic}-{part.work.partition}"
+                    part.refuse(offset, f"{describe(exc)} ({where})")
+                    self.hold(part)
+                    break
+            if part.paused:
+                continue
+            part.in_flight.append(offset)
+            part.records += 1
+            if value:
+                part.bytes += len(value)
+            age = now_ms - timestamp
+            part.age_ms_sum += age
+            if age > part.age_ms_max:
+                part.age_ms_max = age
+        self.records += len(messages)
+        poll(0)
+
+    def _too_large(self, part: PartitionCopy, offset: int, key: Any, value: Any, headers: Any, limit: int) -> bool:
+        size = record_size(key, value, headers)
+        if size <= limit:
+            return False
+        reason = f"record of {size} bytes is larger than max.message.bytes={limit} of {part.work.remote_topic}"
+        part.refuse(offset, reason)
+        self.hold(part)
+        return True
+
+    # -- what the source said -----------------------------------------------------------------------------
+    def _consumer_error(self, msg: Any) -> None:
+        error = msg.error()
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.retriable() or error.code() in LEADER_MOVED:  # librdkafka retries it (a new leader: after new
+            # metadata, and validating its position, KIP-320); counted and reported, so a struggling source shows
+            self.read_errors += 1
+            return
+        part = self.parts.get((msg.topic() or "", msg.partition() or 0))
+        if error.code() == KafkaError._AUTO_OFFSET_RESET and part is not None:
+            self._out_of_range(part, msg.offset())
+            return
+        if error.code() == KafkaError._BAD_MSG and part is not None:
+            self._corrupt_on_source(part, msg.offset(), error.str())
+            return
+        if error.code() in TOPIC_GONE and part is not None:
+            self.hold(part)  # deleted on the source: the driver's next refresh drops it
+            return
+        raise KafkaException(error)
+
+    def _out_of_range(self, part: PartitionCopy, position: int | None) -> None:
+        """The consumer's fetch `position` is no longer in the source partition (the consumer reports this instead
+        of resetting on its own, `auto.offset.reset=error`): go on where auto.offset.reset says, counting every
+        record skipped."""
+        if position is None or position < 0:
+            position = part.next_position()
+        earliest, latest = self.clients.offset_bounds([part.work.key])
+        low, high = earliest.get(part.work.key), latest.get(part.work.key)
+        if low is None or high is None:
+            self.hold(part)  # the topic is gone: the driver's next refresh drops it
+            return
+        diverged = self._diverged_below(part, position) if position > high else None
+        if diverged is not None:  # truncated under us (an unclean election): copy again from where it diverged
+            # What was sent before the truncation answers first, so no answer of it moves the partition past the
+            # divergence once it is copied again (the record at the divergence may be a marker, never delivered).
+            remaining = self.producer.flush(FLUSH_TIMEOUT_S)
+            if remaining or part.in_flight:
+                raise TaskFailed(f"{remaining} records not acknowledged within {FLUSH_TIMEOUT_S}s")
+            part.diverge(diverged)
+            part.rewind()
+            resume = diverged
+        elif low <= position <= high:
+            resume = position
+        else:
+            resume = part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
+        # After its out-of-range error the consumer no longer fetches the partition and refuses a seek (_STATE):
+        # it is assigned again at the new position.
+        self.consumer.incremental_unassign([TopicPartition(*part.work.key)])
+        self.consumer.incremental_assign([TopicPartition(*part.work.key, resume)])
+        part.paused, part.fetched_next = False, resume
+
+    def _diverged_below(self, part: PartitionCopy, position: int) -> int | None:
+        """The source partition ends before `position`: if the leader epoch of our position now ends below it
+        (KIP-320, as the Java consumer checks after a leader change), the log was truncated there and what
+        follows is new; otherwise None, and auto.offset.reset decides: no epoch known, or the topic is not surely
+        the one copied (a topic made again under the same name starts at epoch 0 too, and would answer like a
+        truncation: its id must be known and unchanged)."""
+        if part.leader_epoch is None or part.work.source_topic_id in (None, UNKNOWN_TOPIC_ID):
+            return None
+        topic = part.work.source_topic
+        try:
+            if self.clients.source_topic_ids([topic]).get(topic) != part.work.source_topic_id:
+                return None
+            end = self.clients.epoch_ends({part.work.key: part.leader_epoch}).get(part.work.key)
+        except Exception:  # a look-up failed: auto.offset.reset decides, as before epochs; counted, so it shows
+            self.read_errors += 1
+            return None
+        return end if end is not None and end < position else None
+
+    def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
+        """The consumer (checking CRCs) found a corrupt source record: its partition stops there."""
+        part.stop_at_corrupt(
+            offset if offset is not None and offset >= part.next_position() else part.next_position(), what
+        )
+        self.hold(part)
+
+    # -- the loop's requests --------------------------------------------------------------------------------
+    def hold(self, part: PartitionCopy) -> None:
+        if not part.paused:
+            part.paused = True
+            self.consumer.pause([TopicPartition(*part.work.key)])
+
+    def release(self, part: PartitionCopy, offset: int) -> None:
+        part.paused, part.fetched_next = False, offset
+        tp = TopicPartition(*part.work.key, offset)
+        self.consumer.seek(tp)
+        self.consumer.resume([tp])
+
+    def positions(self) -> dict[PartitionKey, FetchPosition]:
+        keys = list(self.parts)
+        found = {}
+        for key, tp in zip(keys, self.consumer.position([TopicPartition(*key) for key in keys]), strict=True):
+            epoch = getattr(tp, "leader_epoch", None)
+            watermarks = self.consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+            found[key] = FetchPosition(
+                None if tp.offset is None or tp.offset < 0 else int(tp.offset),
+                epoch if epoch is not None and epoch >= 0 else None,
+                int(watermarks[1]) if watermarks and watermarks[1] >= 0 else None,
+            )
+        return found
+
+    async def settle(self, *, wait: bool) -> None:
+        if not wait:
+            self.producer.poll(0)
+            return
+        remaining = self.producer.flush(FLUSH_TIMEOUT_S)
+        if remaining:
+            raise TaskFailed(f"{remaining} records not acknowledged within {FLUSH_TIMEOUT_S}s")
+
+    def write_progress(self, key: bytes, value: bytes, on_failure: ProgressFailed) -> None:
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                on_failure(f"{err.name()}: {err.str()}")
+
+        self.producer.produce(self.spec.progress_topic, value=value, key=key, partition=0, on_delivery=delivered)
+
+    def take_read_errors(self) -> int:
+        errors, self.read_errors = self.read_errors, 0
+        return errors
+
+    # -- exactly-once -----------------------------------------------------------------------------------
+    def begin(self) -> None:
+        self.producer.begin_transaction()
+
+    def commit(self) -> None:
+        try:
+            self.producer.commit_transaction(FLUSH_TIMEOUT_S)
+        except KafkaException as exc:
+            raise TaskFailed(f"commit failed, resuming from the committed progress: {describe(exc)}") from exc
+
+    def abort(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
+        self.producer.abort_transaction(timeout_s)

@@ -1,0 +1,321 @@
+"""The long-lived Spark copy task: keeps its partitions and clients until the driver asks it to hand over.
+
+Runs in a Spark Python worker; pure apart from the clients it is given. One loop for both ways of copying: it
+starts each partition from the progress committed on the target (read after an exactly-once producer fenced any
+earlier task of the slot, never from what the driver remembers), lets the copier move records, and every commit
+interval writes each moved partition's progress (at-least-once: the position after the last record the target
+acknowledged; exactly-once: in the producer transaction that holds the records) and the offset syncs. It never
+stops copying to commit. A hand-over commits once more, after the target answered everything sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from services.data_mirror.copier import (
+    FLUSH_TIMEOUT_S,
+    Copier,
+    FetchPosition,
+    PartitionKey,
+    TaskFailed,
+    Transactions,
+    describe,
+)
+from services.data_mirror.partition_copy import Clock, PartitionCopy
+from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.task_clients import TaskClients
+from services.data_mirror.work import TaskResult, TaskSpec
+from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
+from shared.records.progress import Progress, ProgressKey, encode_progress
+
+HANDOVER_CHECK_S = 0.25
+ABANDON_TIMEOUT_S = 10  # a failed task gives its open transaction this long to abort
+
+
+def _describe_failure(exc: BaseException) -> str:
+    """The error and, for anything but a Kafka or task error, where it was raised (a bug needs its place)."""
+    if isinstance(exc, KafkaException | TaskFailed):
+        return describe(exc)
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+    return f"{describe(exc)}{where}"
+
+
+class TaskLoop:
+    """One execution of a TaskSpec: `copier` moves the records, `clients` give the rest (`run` closes both).
+
+    `transactions` is the copier's producer transaction in an exactly-once flow, None otherwise
+    (`task_entry.task_loop` picks both for a spec)."""
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        clients: TaskClients,
+        copier: Copier,
+        clock: Clock,
+        transactions: Transactions | None = None,
+    ) -> None:
+        self.spec = spec
+        self.clients = clients
+        self.copier = copier
+        self.transactions = transactions
+        self.clock = clock  # the copier's too: it reads the time when it wakes, the partitions' callbacks use it
+        self.parts: dict[PartitionKey, PartitionCopy] = {}
+        self.in_transaction = False
+        self.commits = 0
+        self.syncs_failed = 0
+        self.progress_error: str | None = None
+
+    def run(self) -> TaskResult:
+        """Start, copy until a hand-over is requested, commit; on failure abort what is uncommitted."""
+        spec = self.spec
+        try:
+            self._start()
+            asyncio.run(self._run())
+            error = None
+        except Exception as exc:
+            self._abandon()
+            error = _describe_failure(exc)
+        finally:
+            with contextlib.suppress(Exception):
+                self.clients.close()
+        return TaskResult(
+            spec.flow,
+            spec.slot,
+            spec.generation,
+            error=error,
+            records=self.copier.records,
+            commits=self.commits,
+            partitions=len(self.parts),
+        )
+
+    async def _run(self) -> None:
+        try:
+            await self.copier.open()
+            self.copier.assign(self.parts)
+            self._begin()
+            await self._copy()
+            await self._commit(final=True)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.copier.close()
+
+    # -- start -----------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        """Positions from the committed progress (after fencing), bounded by what the source still holds
+        (blocking look-ups, before the copier's event loop starts)."""
+        self.clock.now_ms = time.time() * 1000
+        committed = self.clients.load_progress()
+        keys = [work.key for work in self.spec.partitions]
+        earliest, latest = self.clients.offset_bounds(keys)
+        for work in self.spec.partitions:
+            if work.key not in earliest or work.key not in latest:
+                continue  # the topic is gone from the source: the driver's next refresh drops it
+            low, high = earliest[work.key], latest[work.key]
+            progress = committed.get(work.key)
+            committed_at = None if progress is None else progress.next_offset
+            part = PartitionCopy(work, committed_at, low, SyncTracker(self.spec.offset_lag_max), self.clock)
+            part.end_offset = high
+            self._place(part, progress, low, high)
+            self.parts[work.key] = part
+        self._check_epochs()
+
+    def _check_epochs(self) -> None:
+        """A log truncated under a committed position while no task ran (an unclean leader election): each source
+        leader is asked where the committed position's leader epoch ends now (KIP-320, one request per leader);
+        an end before the position is where the log diverged, and copying starts again there."""
+        asked = {key: part.leader_epoch for key, part in self.parts.items() if part.leader_epoch is not None}
+        for key, end in self.clients.epoch_ends(asked).items():
+            part = self.parts[key]
+            if end < part.position:
+                part.reset_from, part.position = part.position, end
+
+    def _place(self, part: PartitionCopy, progress: Progress | None, low: int, high: int) -> None:
+        """Where `part` starts: its committed position, unless the topic was made again or the source moved."""
+        work = part.work
+        if progress is None:
+            part.position = high if self.spec.reset_to_latest else low
+            return
+        start = progress.next_offset
+        if _made_again(progress.source_topic_id, work.source_topic_id) or _made_again(
+            progress.remote_topic_id, work.remote_topic_id
+        ):
+            part.reset_from, start = start, low
+        elif start < low:
+            start = part.skip_out_of_range(start, low, high, to_latest=False)  # (copies what is left, as MM2 does)
+        elif start > high:
+            # The source partition ends before our position (made again, or truncated by an unclean leader
+            # election): what is there now is not what we copied. auto.offset.reset says where to go, as in MM2.
+            part.reset_from, start = start, high if self.spec.reset_to_latest else low
+        part.position = start
+        if start == progress.next_offset:
+            part.leader_epoch = progress.leader_epoch  # checked before the first fetch
+        report = progress.report
+        if report is not None and report.blocked_offset is not None and report.blocked_offset >= start:
+            since = report.blocked_since_ms or int(self.clock.now_ms)
+            part.wait_at(report.blocked_offset, report.blocked_reason or "refused by the target", since)
+
+    def _begin(self) -> None:
+        if self.transactions is not None:
+            self.transactions.begin()
+            self.in_transaction = True
+
+    # -- copy ------------------------------------------------------------------------------------------
+    async def _copy(self) -> None:
+        """Let the copier work; commit every interval (at once when a refusal dooms the open transaction) and
+        look for a hand-over request four times a second."""
+        interval_s = self.spec.commit_interval_ms / 1000
+        now = time.monotonic()
+        next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
+        step = self.copier.step
+        while True:
+            await step()
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + HANDOVER_CHECK_S
+                if self.clients.handover_requested():
+                    return
+            if now >= next_commit or self._must_commit_now():
+                await self._commit(final=False)
+                next_commit = time.monotonic() + interval_s
+
+    def _must_commit_now(self) -> bool:
+        """Exactly-once: a refused record dooms the open transaction; end it now rather than copy into it."""
+        return self.in_transaction and any(p.refused_now for p in self.parts.values())
+
+    # -- commit ----------------------------------------------------------------------------------------
+    async def _commit(self, *, final: bool) -> None:
+        """Write every changed partition's progress (and syncs); exactly-once: in the records' transaction."""
+        await self.copier.settle(wait=final or self.in_transaction)
+        self._raise_client_errors()
+        if self._must_commit_now():
+            await self._abort_for_refused_records()
+        self._advance_idle_positions(self.copier.positions())
+        written = self._write_progress()
+        if self.transactions is not None and self.in_transaction:
+            self.transactions.commit()
+            self.in_transaction = False
+        elif final:
+            await self.copier.settle(wait=True)  # the last progress is answered before the task says it is done
+            self._raise_client_errors()
+        for part, position in written:
+            part.committed = position
+        self.commits += 1
+        self._write_syncs(final=final)
+        self._retry_refused()
+        if not final:
+            self._begin()
+
+    def _raise_client_errors(self) -> None:
+        if self.progress_error is not None:
+            raise TaskFailed(f"progress not written: {self.progress_error}")
+        for part in self.parts.values():
+            if part.delivery_error is not None:
+                raise KafkaException(part.delivery_error)
+
+    async def _abort_for_refused_records(self) -> None:
+        """Exactly-once: roll the interval back, record where each refused partition waits, start again."""
+        assert self.transactions is not None
+        self.transactions.abort()
+        self.transactions.begin()
+        refused = [p for p in self.parts.values() if p.refused_now]
+        for part in refused:
+            self._send_progress(part, part.committed if part.committed is not None else part.position)
+        self.transactions.commit()
+        self.in_transaction = False
+        raise TaskFailed(f"{len(refused)} partitions stopped at a refused record; resuming from the committed progress")
+
+    def _advance_idle_positions(self, positions: dict[PartitionKey, FetchPosition]) -> None:
+        """Move past offsets the copier skipped without a record (transaction markers, compacted gaps)."""
+        for key, part in self.parts.items():
+            fetch = positions.get(key)
+            if fetch is None:
+                continue
+            if fetch.leader_epoch is not None and fetch.leader_epoch >= 0:
+                part.leader_epoch = fetch.leader_epoch
+            if fetch.end_offset is not None and fetch.end_offset >= 0:
+                part.end_offset = fetch.end_offset
+            settled = part.settled() and not part.paused
+            if settled and fetch.next_offset is not None and fetch.next_offset > part.next_position():
+                part.position = fetch.next_offset
+
+    def _write_progress(self) -> list[tuple[PartitionCopy, int]]:
+        """A progress record for each partition whose position, end, refusal or counts changed."""
+        written = []
+        for part in self.parts.values():
+            position = part.next_position()
+            quiet = part.records == 0 and part.expired == 0 and part.reset_from is None and part.refused_at is None
+            if quiet and position == part.committed and part.end_offset == part.reported_end:
+                continue
+            self._send_progress(part, position)
+            written.append((part, position))
+        return written
+
+    def _send_progress(self, part: PartitionCopy, position: int) -> None:
+        work = part.work
+        part.position = position
+        syncs_failed, self.syncs_failed = self.syncs_failed, 0
+        value = encode_progress(
+            position,
+            source_topic_id=work.source_topic_id,
+            remote_topic_id=work.remote_topic_id,
+            report=part.report(syncs_failed, self.copier.take_read_errors()),
+            leader_epoch=part.leader_epoch,
+        )
+        self.copier.write_progress(ProgressKey(self.spec.flow, *work.key).encode(), value, self._on_progress_failure)
+
+    def _on_progress_failure(self, error: str) -> None:
+        if self.progress_error is None:
+            self.progress_error = error
+
+    def _write_syncs(self, *, final: bool) -> None:
+        sync_producer = self.clients.sync_producer
+        if sync_producer is None:
+            return
+        for part in self.parts.values():
+            syncs = part.tracker.take()
+            part.syncs_sent += len(syncs)
+            for pending in syncs:
+                sync = OffsetSync(part.work.source_topic, part.work.partition, pending.upstream, pending.downstream)
+                segment = SyncSegment(part.tracker.writer, pending.jumps)
+                sync_producer.produce(
+                    self.spec.offset_syncs_topic,
+                    key=sync.record_key(),
+                    value=sync.record_value(),
+                    headers=[(SYNC_SEGMENT_HEADER, segment.encode())],
+                    partition=0,
+                    on_delivery=self.on_sync,
+                )
+        if final:
+            sync_producer.flush(FLUSH_TIMEOUT_S)
+        else:
+            sync_producer.poll(0)
+
+    def on_sync(self, err: Any, _msg: Any) -> None:
+        """Offset syncs are best effort (as in MM2): a lost one costs precision, never data; it is counted."""
+        if err is not None:
+            self.syncs_failed += 1
+
+    def _retry_refused(self) -> None:
+        for part in self.parts.values():
+            if part.retry_due():
+                self.copier.release(part, part.release())
+
+    def _abandon(self) -> None:
+        """After a failure: abort an open transaction; nothing uncommitted counts."""
+        if self.transactions is not None and self.in_transaction:
+            with contextlib.suppress(Exception):
+                self.transactions.abort(ABANDON_TIMEOUT_S)
+            self.in_transaction = False
+
+
+def _made_again(known: str | None, current: str | None) -> bool:
+    """True when a topic id we knew differs from the topic's id now (deleted and created again meanwhile)."""
+    return known is not None and current is not None and known != current
