@@ -205,8 +205,15 @@ class StraitMirror:
 
     tool = STRAIT
 
-    def __init__(self, config: Path, run_dir: Path, tasks: int, commit_interval_ms: int | None = None) -> None:
-        env = {"STRAIT_TASKS": str(tasks), "STRAIT_SPARK_MASTER": f"local[{tasks}]"}
+    def __init__(
+        self,
+        config: Path,
+        run_dir: Path,
+        tasks: int,
+        commit_interval_ms: int | None = None,
+        spark_master: str | None = None,
+    ) -> None:
+        env = {"STRAIT_TASKS": str(tasks), "STRAIT_SPARK_MASTER": spark_master or f"local[{tasks}]"}
         if commit_interval_ms is not None:
             env["STRAIT_COMMIT_INTERVAL_MS"] = str(commit_interval_ms)
         self.env = env

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from benchmarks import discovery, latency, resources, scale, throughput, verify_speed
+from benchmarks import discovery, latency, resources, scale, spark_spread, throughput, verify_speed
 from benchmarks.console import say
 from benchmarks.lab import Lab, open_lab
 from benchmarks.model import BenchOptions, Section
@@ -31,6 +31,7 @@ TITLES = {
     "checkpoint_scale": "7. Checkpoints at 10,000 groups",
     "resources": "8. Resources",
     "scale": "9. Real size: 12 to 4,000 partitions",
+    "cluster": "10. Spread over a Spark cluster",
 }
 CHOICES = (
     "throughput",
@@ -41,12 +42,14 @@ CHOICES = (
     "checkpoint",
     "checkpoint_scale",
     "scale",
+    "cluster",
 )
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
     "latency": latency.run,
     "discovery": discovery.run,
     "scale": scale.run,
+    "cluster": spark_spread.run,
 }
 EXTERNAL = {
     "failover": "benchmarks.failover_precision",

@@ -157,9 +157,9 @@ def measure_floor(lab: Lab, shape: Shape, warmup_s: float, window_s: float) -> F
     topics = [f"scale-{source_alias}-{index:04d}" for index in range(shape.topics)]
     same = {topic: topic for topic in topics}
     run_dir = lab.run_dir(f"{source_alias}-floor-scale-{shape.partitions}")
-    _create(lab, topics, shape.per_topic)
+    create_topics(lab, topics, shape.per_topic)
     # The same backlog as the tools' runs first: their loads also write to partitions that already hold records.
-    _load(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
+    fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
     nothing = NoMirror()
     sampler = nothing.measure("floor")
     try:
@@ -182,9 +182,9 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
     topics = [f"{prefix}{index:04d}" for index in range(shape.topics)]
     remote = {topic: f"{source_alias}.{topic}" for topic in topics}
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-scale-{shape.partitions}")
-    _create(lab, topics, shape.per_topic)
+    create_topics(lab, topics, shape.per_topic)
     say(f"{tool}: {shape.label} partitions: filling {shape.backlog:,} records")
-    _load(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
+    fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
     setup = MirrorSetup(source_alias, target_alias, topics=f"{prefix}.*", tasks=lab.options.tasks)
     mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
     probe = RemoteEnds(lab.target.client_properties(), list(remote.values()), shape.per_topic)
@@ -212,7 +212,7 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
     return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few)
 
 
-def _create(lab: Lab, topics: list[str], partitions: int) -> None:
+def create_topics(lab: Lab, topics: list[str], partitions: int) -> None:
     """All source topics in one request (one at a time would take minutes at 400 topics)."""
     admin = lab.source_admin()  # kept while its futures are awaited: a collected client cancels them
     futures = admin.create_topics([NewTopic(topic, partitions, 1) for topic in topics], operation_timeout=60)
@@ -232,13 +232,13 @@ def _create(lab: Lab, topics: list[str], partitions: int) -> None:
     wait_until(led, 120, f"leaders for {len(topics)} new topics")
 
 
-def _load(
+def fill_topics(
     lab: Lab, run_dir: Path, name: str, topics: Sequence[str], per_topic: int, extra: list[str]
 ) -> dict[str, int]:
     """Run the spread load generator to its end; its counts."""
     listing = run_dir / f"{name}-topics.txt"
     listing.write_text("\n".join(topics) + "\n")
-    command = _load_command(lab, listing, per_topic, extra)
+    command = load_command(lab, listing, per_topic, extra)
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"load generator failed ({name}): {done.stderr[-2000:]}")
@@ -246,7 +246,7 @@ def _load(
     return counts
 
 
-def _load_command(lab: Lab, listing: Path, per_topic: int, extra: list[str]) -> list[str]:
+def load_command(lab: Lab, listing: Path, per_topic: int, extra: list[str]) -> list[str]:
     settings = [arg for key, value in PRODUCER.items() for arg in ("--producer", f"{key}={value}")]
     return [
         sys.executable,
@@ -313,7 +313,7 @@ def _steady(
     listing.write_text("\n".join(topics) + "\n")
     extra = ["--rate", str(RATE), "--seconds", str(warmup_s + window_s + 1), "--window", *map(str, window)]
     generator = subprocess.Popen(
-        _load_command(lab, listing, per_topic, extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        load_command(lab, listing, per_topic, extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     say(f"{mirror.tool}: {RATE:,} records/s over {len(keys):,} partitions ({name})")
     latencies: list[float] = []

@@ -30,6 +30,9 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=0, help="stop after this many (0: only --seconds stops)")
     parser.add_argument("--seconds", type=float, default=0.0, help="stop after this long (0: only --records)")
     parser.add_argument("--window", type=float, nargs=2, default=None, help="wall-clock ms [start, end) to count")
+    parser.add_argument(
+        "--keys", action="store_true", help="key each record with its number (a check can tell them apart)"
+    )
     parser.add_argument("--producer", action="append", default=[], help="key=value producer setting")
     return parser.parse_args(argv)
 
@@ -63,7 +66,8 @@ def run(argv: Sequence[str]) -> dict[str, int]:
             topic, partition = targets[sent % len(targets)]
             stamp = int(time.time() * 1000)
             try:
-                producer.produce(topic, value, partition=partition, timestamp=stamp, on_delivery=on_delivery)
+                key = str(sent).encode() if args.keys else None
+                producer.produce(topic, value, key, partition=partition, timestamp=stamp, on_delivery=on_delivery)
             except BufferError:
                 producer.poll(0.01)
                 continue

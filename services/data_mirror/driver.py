@@ -111,7 +111,9 @@ class MirrorDriver:
 
     def run(self) -> None:
         """The main loop; returns after a stop request, once every task handed over."""
-        conf = spark_conf(self.config.top_level, self.settings.spark_master)
+        conf = spark_conf(
+            self.config.top_level, self.settings.spark_master, slots=self.settings.tasks * len(self.flows)
+        )
         if unprotected := unprotected_settings(conf):
             _log.warning(
                 "spark_traffic_unprotected",

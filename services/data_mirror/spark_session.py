@@ -29,13 +29,16 @@ PROTECTED_OFF_LOCAL = {
 }
 # Masters whose deployment makes a secret per application; every other one needs spark.authenticate.secret.
 _SECRET_MADE_BY_MASTER = ("yarn", "k8s://")
+STANDALONE = "spark://"
 # Spark's JVM logs JSON lines (see the file); a user's own log4j configuration in extraJavaOptions wins.
 JSON_LOG4J = Path(__file__).with_name("log4j2-json.properties")
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
-def spark_conf(top_level: Mapping[str, str], master_override: str = "") -> dict[str, str]:
-    """Strait's defaults, then every `spark.*` key from the config file, then the master override."""
+def spark_conf(top_level: Mapping[str, str], master_override: str = "", *, slots: int = 0) -> dict[str, str]:
+    """Strait's defaults, then every `spark.*` key from the config file, then the master override.
+
+    `slots`: the copy tasks the driver will keep running (0: not fixed, Spark's parallelism decides)."""
     conf = dict(LOCAL_DEFAULTS)
     conf["spark.pyspark.python"] = sys.executable
     conf["spark.pyspark.driver.python"] = sys.executable
@@ -48,11 +51,25 @@ def spark_conf(top_level: Mapping[str, str], master_override: str = "") -> dict[
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
     else:
         _protect(conf)
+    if conf["spark.master"].startswith(STANDALONE) and slots:
+        _one_executor_per_slot(conf, slots)
     java_options = conf.get(_DRIVER_JAVA_OPTIONS, "")
     if "log4j2.configurationFile" not in java_options:
         java_options = f"-Dlog4j2.configurationFile={JSON_LOG4J.as_uri()} {java_options}"
     conf[_DRIVER_JAVA_OPTIONS] = f"{driver_start_options()} {java_options}".strip()  # the user's options come last
     return conf
+
+
+def _one_executor_per_slot(conf: dict[str, str], slots: int) -> None:
+    """A standalone master gives an application one executor per worker with all of its cores, and Spark runs each
+    slot's one-task job on whichever executor offers a core first: two slots can share a worker while another
+    worker idles, and one lost worker then stops both. One core per executor and as many cores as slots make the
+    master spread the executors over the workers (spark.deploy.spreadOut) and give every slot its own; a lost
+    worker's executors are started again on workers with free cores. Either setting in the config wins."""
+    if "spark.executor.cores" in conf or "spark.cores.max" in conf:
+        return
+    conf["spark.executor.cores"] = "1"
+    conf["spark.cores.max"] = str(slots)
 
 
 def _protect(conf: dict[str, str]) -> None:

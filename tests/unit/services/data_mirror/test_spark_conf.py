@@ -108,3 +108,18 @@ def test_turning_protection_off_is_allowed_and_named_for_a_warning() -> None:
         {"spark.master": "spark://m:7077", "spark.authenticate.secret": "s", "spark.io.encryption.enabled": "false"}
     )
     assert unprotected_settings(conf) == ["spark.io.encryption.enabled"]
+
+
+def test_a_standalone_master_gets_one_single_core_executor_per_slot_so_the_slots_spread_over_the_workers() -> None:
+    conf = spark_conf({"spark.master": "spark://h:7077", "spark.authenticate.secret": "s"}, slots=4)
+    assert (conf["spark.executor.cores"], conf["spark.cores.max"]) == ("1", "4")
+
+
+def test_the_configs_own_executor_sizing_wins_and_other_masters_keep_theirs() -> None:
+    packed = spark_conf(
+        {"spark.master": "spark://h:7077", "spark.authenticate.secret": "s", "spark.executor.cores": "4"}, slots=4
+    )
+    assert packed["spark.executor.cores"] == "4"
+    assert "spark.cores.max" not in packed
+    assert "spark.executor.cores" not in spark_conf({"spark.master": "local[4]"}, slots=4)
+    assert "spark.cores.max" not in spark_conf({"spark.master": "spark://h:7077", "spark.authenticate.secret": "s"})
