@@ -34,6 +34,7 @@ from services.data_mirror.work import TaskSpec
 from shared.errors import KafkaOperationError
 from shared.kafka.batch_link import BatchLink, Landed, Outcome, OutgoingBatch, PartitionFetch
 from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED
 from shared.kafka.leader_epochs import NO_EPOCH
 from shared.kafka.record_batches import (
     CommittedFilter,
@@ -57,8 +58,6 @@ DEFAULT_TARGET_BATCH_BYTES = 16_384  # Kafka's producer default batch.size, when
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
 FETCH_RETRY_BACKOFF_S = 0.1
-OFFSET_OUT_OF_RANGE = 1
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 def _newest(records: Sequence[SourceRecord]) -> int:
@@ -293,16 +292,21 @@ class BatchCopier:
             return
         if fetched and all(answer.error for answer in fetched.values()):
             self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
+        out_of_range: list[tuple[PartitionCopy, Fetching]] = []
         for key, answer in fetched.items():
             part, fetching = self.parts.get(key), self.fetching.get(key)
             if part is None or fetching is None or part.paused or answer.requested != fetching.position:
                 continue  # a rewind or a release moved the position while this fetch was out
-            if answer.error:
+            if answer.error == OFFSET_OUT_OF_RANGE:
+                out_of_range.append((part, fetching))
+            elif answer.error:
                 self._fetch_error(part, fetching, answer.error)
-                continue
-            if answer.high_watermark >= 0:
-                part.end_offset = answer.high_watermark
-            self._forward_batches(part, fetching, answer)
+            else:
+                if answer.high_watermark >= 0:
+                    part.end_offset = answer.high_watermark
+                self._forward_batches(part, fetching, answer)
+        if out_of_range:
+            self._fetch_out_of_range(out_of_range)
 
     def _forward_batches(self, part: PartitionCopy, fetching: Fetching, answer: PartitionFetch) -> None:
         batches = read_batches(answer.records)
@@ -444,9 +448,7 @@ class BatchCopier:
         self._link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))
 
     def _fetch_error(self, part: PartitionCopy, fetching: Fetching, code: int) -> None:
-        if code == OFFSET_OUT_OF_RANGE:
-            self._fetch_out_of_range(part, fetching)
-        elif code == TOPIC_AUTHORIZATION_FAILED:
+        if code == TOPIC_AUTHORIZATION_FAILED:
             raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
         elif code in TOPIC_GONE and not self._link.fetcher.knows(part.work.source_topic):
             self.hold(part)  # deleted on the source: the driver's next refresh drops it
@@ -454,13 +456,18 @@ class BatchCopier:
             self.read_errors += 1
             self._refresh()
 
-    def _fetch_out_of_range(self, part: PartitionCopy, fetching: Fetching) -> None:
-        """Retention deleted what we were about to read, or the partition is shorter than our position."""
-        earliest, latest = self.clients.offset_bounds([part.work.key])
-        low, high = earliest.get(part.work.key), latest.get(part.work.key)
-        if low is None or high is None or low <= fetching.position <= high:
-            return  # not known, or no longer out of range (a leader caught up): the next fetch tells
-        fetching.position = part.skip_out_of_range(fetching.position, low, high, to_latest=self.spec.reset_to_latest)
+    def _fetch_out_of_range(self, parts: list[tuple[PartitionCopy, Fetching]]) -> None:
+        """Retention deleted what we were about to read, or a partition is shorter than our position: one look-up
+        of the bounds for all the partitions one fetch found out of range (retention passing a lagging mirror
+        finds many at once, and the look-up blocks the loop)."""
+        earliest, latest = self.clients.offset_bounds([part.work.key for part, _ in parts])
+        for part, fetching in parts:
+            low, high = earliest.get(part.work.key), latest.get(part.work.key)
+            if low is None or high is None or low <= fetching.position <= high:
+                continue  # not known, or no longer out of range (a leader caught up): the next fetch tells
+            fetching.position = part.skip_out_of_range(
+                fetching.position, low, high, to_latest=self.spec.reset_to_latest
+            )
 
     # -- what the target answered -----------------------------------------------------------------------
     def _take_landed(self) -> None:

@@ -28,9 +28,9 @@ from confluent_kafka.admin import (
 from shared.errors import StraitError
 from shared.filters import AclBindingSpec
 from shared.kafka.cluster_errors import cluster_error
+from shared.kafka.error_codes import SECURITY_DISABLED
 from shared.kafka.factories import aio_client, confluent_admin
 
-_SECURITY_DISABLED = 54  # Kafka protocol error code: no authorizer configured on the broker
 _DESCRIBE_ANY_TOPIC_ACL = DescribeAclsRequest(
     resource_type=ResourceType.TOPIC.value,
     resource_name=None,  # null: any name, principal or host
@@ -61,7 +61,7 @@ class AclAdmin:
         except (AioKafkaError, OSError, TimeoutError) as exc:
             raise cluster_error(exc, cluster=self.alias, operation="describe ACLs", resource="topics") from exc
         code = int(response.error_code)
-        if code == _SECURITY_DISABLED:
+        if code == SECURITY_DISABLED:  # no authorizer configured on the broker
             return None
         if code:
             # As confluent-kafka names it (CLUSTER_AUTHORIZATION_FAILED: ...), like every other cluster error;

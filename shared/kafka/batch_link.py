@@ -35,6 +35,17 @@ from aiokafka.protocol.transaction import InitProducerIdRequest
 from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
+from shared.kafka.error_codes import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    DUPLICATE_SEQUENCE_NUMBER,
+    INVALID_PRODUCER_EPOCH,
+    NOT_LEADER_OR_FOLLOWER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    PRODUCER_FENCED,
+    UNKNOWN_PRODUCER_ID,
+    UNKNOWN_SERVER_ERROR,
+    UNKNOWN_TOPIC_OR_PARTITION,
+)
 from shared.kafka.factories import aio_client
 from shared.kafka.fetch_session import FetchSession
 from shared.kafka.leader_epochs import (
@@ -60,15 +71,18 @@ INIT_BACKOFF = Backoff(first_s=0.1, max_s=1.0)
 INIT_TIMEOUT_S = 60
 
 # Codes that are about the producer or the request, not the records: the copy cannot go on with this producer.
-OUT_OF_ORDER_SEQUENCE = 45
-DUPLICATE_SEQUENCE = 46
-_PRODUCER_BROKEN = frozenset({DUPLICATE_SEQUENCE, 47, 59, 90, 31})  # epoch, unknown producer, fenced, cluster auth
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
+_PRODUCER_BROKEN = frozenset(
+    {
+        DUPLICATE_SEQUENCE_NUMBER,
+        INVALID_PRODUCER_EPOCH,
+        UNKNOWN_PRODUCER_ID,
+        PRODUCER_FENCED,
+        CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
 LATEST_OFFSET = -1  # ListOffsets' timestamp for the log end
 CONSUMER_REPLICA_ID = -1
-UNKNOWN_SERVER_ERROR = -1
-_NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE, UNKNOWN_TOPIC_OR_PARTITION})
+_NOT_ABOUT_THE_RECORDS = frozenset({OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_TOPIC_OR_PARTITION})
 SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer wraps them
 DEFAULT_MAX_REQUEST_BYTES = 1_048_576  # Kafka's producer default `max.request.size`
 DEFAULT_BUFFER_BYTES = 33_554_432  # Kafka's producer default `buffer.memory`

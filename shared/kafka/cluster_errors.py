@@ -6,9 +6,9 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 
 from shared.errors import AuthorizationError, KafkaOperationError
+from shared.kafka.error_codes import UNKNOWN_TOPIC_ID  # KafkaError.UNKNOWN_TOPIC_ID: the client's stubs lack it
 from shared.kafka.errors import translate_kafka_error
 
-UNKNOWN_TOPIC_ID = 100  # KafkaError.UNKNOWN_TOPIC_ID, which the client's type stubs lack
 # Errors that say a topic or partition does not exist (any more, or not yet).
 TOPIC_GONE = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, UNKNOWN_TOPIC_ID}

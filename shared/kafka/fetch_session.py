@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.kafka.error_codes import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+
 PartitionKey = tuple[str, int]
 PartitionRequest = tuple[int, int, int]  # (fetch offset, current leader epoch, max bytes)
 
 NO_SESSION = 0
 OPEN_EPOCH = 0  # with NO_SESSION: a full request asking the broker to open a session
 MAX_EPOCH = 2**31 - 1  # epochs are int32; after the largest the next is 1 (0 would open a new session)
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
 SESSION_LOST = frozenset({FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH})
 
 

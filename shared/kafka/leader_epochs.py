@@ -23,8 +23,6 @@ from shared.kafka.factories import aio_client
 
 PartitionKey = tuple[str, int]
 NO_EPOCH = -1
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
 
 
 class MetadataResponse_v7(Response):  # type: ignore[misc]  # (Kafka's names, as aiokafka spells them)

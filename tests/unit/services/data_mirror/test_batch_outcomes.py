@@ -20,13 +20,12 @@ from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_loop import TaskLoop
 from shared.kafka.batch_link import BatchProducer, PartitionFetch
+from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR
 from tests.unit.services.data_mirror.test_copy_task import _spec
 from tests.unit.shared.kafka.test_batch_producer import _Broker, _producer
 from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch
 
 KEY = ("orders", 0)
-UNKNOWN_SERVER_ERROR = -1
-TOPIC_AUTHORIZATION_FAILED = 29
 
 
 class RecordingBroker(_Broker):
@@ -195,3 +194,29 @@ async def test_progress_goes_out_through_the_batch_producer_and_its_refusal_reac
     assert broker.written == [b"progress-key"]
     assert len(failures) == 1
     assert "TOPIC_AUTHORIZATION_FAILED" in failures[0]
+
+
+@pytest.mark.asyncio
+async def test_partitions_one_fetch_finds_out_of_range_are_looked_up_together_and_their_skips_counted() -> None:
+    """Retention passing a lagging mirror: three partitions of one fetch are out of range; one bounds look-up
+    (it blocks the loop) answers for all, each goes on at its log start and counts what it skipped."""
+    spec = _spec(3)
+    asked: list[list[tuple[str, int]]] = []
+
+    def bounds(keys: list[tuple[str, int]]) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+        asked.append(keys)
+        return {key: 50 + key[1] for key in keys}, {key: 90 for key in keys}
+
+    clients = type("Clients", (), {"offset_bounds": staticmethod(bounds)})()
+    task = BatchCopier(dataclasses.replace(spec, copy_batches=True), clients, Clock(3600))
+    task.assign({work.key: PartitionCopy(work, None, 10, SyncTracker(100), task.clock) for work in spec.partitions})
+    for part in task.parts.values():
+        part.position = task.fetching[part.work.key].position = 10
+    answers = {key: PartitionFetch(10, OFFSET_OUT_OF_RANGE, -1, -1, 0, [], b"") for key in task.parts}
+    fetch: asyncio.Future[dict[tuple[str, int], PartitionFetch]] = asyncio.get_running_loop().create_future()
+    fetch.set_result(answers)
+    task._take_fetch(1, fetch)  # type: ignore[arg-type]
+    assert len(asked) == 1
+    assert sorted(asked[0]) == sorted(task.parts)
+    assert [task.fetching[key].position for key in sorted(task.parts)] == [50, 51, 52]
+    assert [task.parts[key].report().expired for key in sorted(task.parts)] == [40, 41, 42]

@@ -19,10 +19,15 @@ from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
+from shared.kafka.error_codes import (
+    MESSAGE_TOO_LARGE,
+    NOT_LEADER_OR_FOLLOWER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    UNKNOWN_SERVER_ERROR,
+)
 from shared.retry import Backoff
 
 TOPIC = "A.orders"
-MESSAGE_TOO_LARGE, NOT_LEADER, OUT_OF_ORDER, UNKNOWN_SERVER_ERROR = 10, 6, 45, -1
 ACKED, REFUSED, DROPPED = Outcome.ACKNOWLEDGED, Outcome.REFUSED, Outcome.DROPPED
 
 
@@ -55,7 +60,7 @@ class _Broker:
                 return 0, first
         expected = self.log[-1][0] + self._count if self.log else 0
         if sequence != expected:
-            return OUT_OF_ORDER, -1
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
         self.log.append((sequence, self.next_offset))
         self._count = count
         self.next_offset += count
@@ -132,7 +137,7 @@ async def test_batches_land_in_order_with_running_sequences() -> None:
 @pytest.mark.asyncio
 async def test_a_retriable_failure_sends_again_with_the_same_sequence_and_writes_nothing_twice() -> None:
     broker, producer = await _one_landed(2)
-    broker.script.append(NOT_LEADER)
+    broker.script.append(NOT_LEADER_OR_FOLLOWER)
     for note in "bc":
         producer.send(_batch(2, note))
     landed = await _run(producer, 2)
@@ -279,7 +284,7 @@ async def test_at_most_the_in_flight_request_limit_waits_on_a_broker_and_the_res
 
 @pytest.mark.asyncio
 async def test_a_partition_failing_again_and_again_waits_longer_each_time_up_to_the_max_backoff() -> None:
-    """A leader that keeps answering NOT_LEADER (moving, or overloaded): the batch is sent again after
+    """A leader that keeps answering NOT_LEADER_OR_FOLLOWER (moving, or overloaded): the batch is sent again after
     retry.backoff.ms, doubling up to retry.backoff.max.ms (less 20% jitter at most), never at a fixed 100 ms."""
     broker = _Broker()
     attempts: list[float] = []
@@ -297,7 +302,7 @@ async def test_a_partition_failing_again_and_again_waits_longer_each_time_up_to_
     producer.send(_batch(2, "first"))
     assert [x.outcome for x in await _run(producer, 1)] == [ACKED]
     attempts.clear()
-    broker.script.extend([NOT_LEADER] * 4)
+    broker.script.extend([NOT_LEADER_OR_FOLLOWER] * 4)
     producer.send(_batch(2, "late"))
     landed = await _run(producer, 1)
     assert [(x.batch.note, x.base_offset, x.outcome) for x in landed] == [("late", 2, ACKED)]
@@ -309,15 +314,16 @@ async def test_a_partition_failing_again_and_again_waits_longer_each_time_up_to_
 
 @pytest.mark.asyncio
 async def test_a_new_partition_its_leader_has_not_taken_up_is_probed_until_ready_not_sent_its_batch_again() -> None:
-    """A target creating thousands of partitions answers NOT_LEADER for those it has not created yet: the batch is
-    held and the partition asked with ListOffsets (a few bytes) until its leader answers, then sent once more."""
+    """A target creating thousands of partitions answers NOT_LEADER_OR_FOLLOWER for those it has not created yet: the
+    batch is held and the partition asked with ListOffsets (a few bytes) until its leader answers, then sent once
+    more."""
     broker = _Broker()
     producer = BatchProducer(
         broker, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
     )
     producer.producer_id, producer.producer_epoch = 7, 0
-    broker.script.append(NOT_LEADER)
-    broker.probe_script.extend([NOT_LEADER, NOT_LEADER, 0])
+    broker.script.append(NOT_LEADER_OR_FOLLOWER)
+    broker.probe_script.extend([NOT_LEADER_OR_FOLLOWER, NOT_LEADER_OR_FOLLOWER, 0])
     for note in "ab":
         producer.send(_batch(2, note))
     landed = await _run(producer, 2)
@@ -331,7 +337,7 @@ async def test_a_new_partition_its_leader_has_not_taken_up_is_probed_until_ready
 async def test_a_readiness_probe_that_breaks_stops_the_copy_with_its_error() -> None:
     broker = _Broker()
     producer = _producer(broker)
-    broker.script.append(NOT_LEADER)
+    broker.script.append(NOT_LEADER_OR_FOLLOWER)
     broker.probe_fails = ValueError("undecodable ListOffsets answer")
     producer.send(_batch(2, "a"))
     with pytest.raises(ValueError, match="undecodable"):

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from aiokafka.protocol.fetch import FetchRequest_v11
 
-from shared.kafka.fetch_session import (
-    FETCH_SESSION_ID_NOT_FOUND,
-    INVALID_FETCH_SESSION_EPOCH,
-    MAX_EPOCH,
-    FetchSession,
-)
+from shared.kafka.error_codes import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+from shared.kafka.fetch_session import MAX_EPOCH, FetchSession
 from shared.kafka.leader_epochs import EpochFetchRequest
 
 A0, A1, B0 = ("a", 0), ("a", 1), ("b", 0)
