@@ -25,6 +25,7 @@ from shared.config.redaction import describe, one_line
 from shared.config.values import parse_bool
 from shared.errors import ConfigError
 
+TRANSFORMS_KEY = "transforms"
 _EOS_SOURCE_SUPPORT = "exactly.once.source.support"
 
 
@@ -126,9 +127,35 @@ def build_mm2_config(props: Mapping[str, str]) -> MirrorMakerConfig:
         if source != target
     )
     check_cycles(flows)
+    _refuse_transforms(layout, flows)
     return MirrorMakerConfig(
         clusters=clusters, flows=flows, top_level=layout.top_level, ignored_keys=tuple(layout.ignored)
     )
+
+
+def _refuse_transforms(layout: Layout, flows: tuple[FlowConfig, ...]) -> None:
+    """Connect's single message transforms change what MM2 writes to the target; Strait applies none yet, so a
+    flow configured with some would copy different data than MM2 did, silently. Refused before anything starts."""
+    for flow in flows:
+        if not flow.enabled:
+            continue
+        own = layout.flows.get((flow.source, flow.target), {})
+        key, value = (
+            (f"{flow.name}.{TRANSFORMS_KEY}", own[TRANSFORMS_KEY])
+            if TRANSFORMS_KEY in own
+            else (
+                TRANSFORMS_KEY,
+                layout.top_level.get(TRANSFORMS_KEY, ""),
+            )
+        )
+        if value.strip():
+            raise ConfigError(
+                f"{key}={value}: flow {flow.name} would apply Kafka Connect transforms, which Strait does not "
+                "apply: its target would get the records unchanged, unlike MM2's; remove the transforms (and their "
+                f"{TRANSFORMS_KEY}.* and predicates keys) to mirror records as they are",
+                key=key,
+                value=value,
+            )
 
 
 def _names(prefix: str, props: Mapping[str, str]) -> dict[str, str]:
