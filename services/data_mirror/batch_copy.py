@@ -54,6 +54,9 @@ MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this ma
 SMALL_BATCH_RECORDS = 64
 SMALL_BATCH_BYTES = 8 * 1024
 MERGED_BATCH_BYTES = 256 * 1024
+# A commit's progress records, batched: well under Kafka's default max.message.bytes and max.request.size (1 MiB).
+PROGRESS_BATCH_BYTES = 256 * 1024
+PROGRESS_RECORD_OVERHEAD = 24  # a v2 record's length, attributes, deltas and header count, generously
 DEFAULT_TARGET_BATCH_BYTES = 16_384  # Kafka's producer default batch.size, when the flow sets none
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
@@ -67,9 +70,9 @@ def _newest(records: Sequence[SourceRecord]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _ProgressNote:
-    """What a progress batch carries back: whom to tell when it was not written."""
+    """What a progress batch carries back: whom to tell when it was not written (one per record)."""
 
-    on_failure: ProgressFailed
+    on_failure: tuple[ProgressFailed, ...]
 
 
 @dataclass
@@ -107,6 +110,7 @@ class BatchCopier:
         self._fetched_from: set[int] = set()  # the source leaders the last round of fetches went to
         self._validations: dict[PartitionKey, asyncio.Task[tuple[int, int]]] = {}
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
+        self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
 
     @property
     def _link(self) -> BatchLink:
@@ -115,6 +119,9 @@ class BatchCopier:
 
     async def open(self) -> None:
         self.link = await self.clients.open_batch_link()
+        # Progress goes first in every request: a catch-up that fills the requests with data must not hold back
+        # the commits (their delivery timeout would fail the task).
+        self.link.producer.prioritise((self.spec.progress_topic, 0))
 
     async def close(self) -> None:
         for pending in [*self._fetches.values(), *self._validations.values()]:
@@ -144,10 +151,35 @@ class BatchCopier:
         return errors
 
     def write_progress(self, key: bytes, value: bytes, on_failure: ProgressFailed) -> None:
-        """A batch of one record, through the same producer as the records (no second client for the target)."""
-        record = SourceRecord(0, int(self.clock.now_ms or time.time() * 1000), key, value, ())
+        """Kept until the commit's last one is written: a commit's progress records go out together, in batches
+        of the same producer as the records (no second client for the target). One partition of one topic takes
+        one batch per request, so a batch per record would write a commit of thousands of partitions at a few
+        records per round trip."""
+        self._progress.append(
+            (SourceRecord(0, int(self.clock.now_ms or time.time() * 1000), key, value, ()), on_failure)
+        )
+
+    def _send_progress(self) -> None:
+        """The progress records written since the last call, in batches of at most PROGRESS_BATCH_BYTES."""
+        pending, self._progress = self._progress, []
         target = (self.spec.progress_topic, 0)
-        self._link.producer.send(OutgoingBatch(target, encode_records([record], 0), 1, _ProgressNote(on_failure)))
+        group: list[tuple[SourceRecord, ProgressFailed]] = []
+        size = 0
+        for entry in pending:
+            record = entry[0]
+            record_bytes = len(record.key or b"") + len(record.value or b"") + PROGRESS_RECORD_OVERHEAD
+            if group and size + record_bytes > PROGRESS_BATCH_BYTES:
+                self._send_progress_batch(target, group)
+                group, size = [], 0
+            group.append(entry)
+            size += record_bytes
+        if group:
+            self._send_progress_batch(target, group)
+
+    def _send_progress_batch(self, target: PartitionKey, group: list[tuple[SourceRecord, ProgressFailed]]) -> None:
+        payload = encode_records([record for record, _ in group], 0)
+        note = _ProgressNote(tuple(on_failure for _, on_failure in group))
+        self._link.producer.send(OutgoingBatch(target, payload, len(group), note))
 
     # -- the loop ---------------------------------------------------------------------------------------
     async def step(self) -> None:
@@ -163,10 +195,12 @@ class BatchCopier:
                 del fetches[node]
                 self._fetch_limits.pop(node, None)
                 self._take_fetch(node, fetch)
+        self._send_progress()
         self._link.producer.pump()
 
     async def settle(self, *, wait: bool) -> None:
         """Without `wait`, send what is queued; with it, until the target answered every batch sent."""
+        self._send_progress()
         self._link.producer.pump()
         if not wait:
             return
@@ -490,7 +524,8 @@ class BatchCopier:
             return
         if landed.outcome is Outcome.REFUSED:
             self._link.producer.resume(landed.batch.key)
-        note.on_failure(landed.message or landed.outcome.value)
+        for on_failure in note.on_failure:
+            on_failure(landed.message or landed.outcome.value)
 
     def _refused(self, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
         """A batch of several records is sent again record by record; a single refused record stops the partition.

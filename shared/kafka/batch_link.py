@@ -388,6 +388,12 @@ class BatchProducer:
         batch.order, batch.queued_at = self._sent, time.monotonic()
         self._lanes.setdefault(batch.key, _Lane()).queued.append(batch)
 
+    def prioritise(self, key: PartitionKey) -> None:
+        """Serve `key`'s batches before every other partition's in each round of requests (a request fills up
+        in lane order): for a partition whose writes must not wait behind a backlog, such as a copy's progress."""
+        lane = self._lanes.pop(key, None) or _Lane()
+        self._lanes = {key: lane, **self._lanes}
+
     def room(self) -> int:
         """Bytes the caller may still fetch for sending: the buffer's size less what is queued and in flight."""
         return self.buffer_bytes - self.buffered_bytes

@@ -220,3 +220,18 @@ async def test_partitions_one_fetch_finds_out_of_range_are_looked_up_together_an
     assert sorted(asked[0]) == sorted(task.parts)
     assert [task.fetching[key].position for key in sorted(task.parts)] == [50, 51, 52]
     assert [task.parts[key].report().expired for key in sorted(task.parts)] == [40, 41, 42]
+
+
+@pytest.mark.asyncio
+async def test_a_commit_of_thousands_of_partitions_writes_its_progress_in_a_few_requests() -> None:
+    """One partition takes one batch per request: progress as a batch per record went out a few records per
+    round trip, and a commit of thousands of partitions fell behind for good. A commit's records go together."""
+    broker = RecordingBroker()
+    task, _part, _fetching = _task()
+    task.link = Link(_producer(broker))  # type: ignore[assignment]
+    keys = [f"progress-{index:05d}".encode() for index in range(3_000)]
+    for key in keys:
+        task.write_progress(key, bytes(100), lambda _error: None)
+    await task.settle(wait=True)
+    assert broker.written == keys, "every progress record, once, in order"
+    assert broker.produced <= 4, f"{broker.produced} Produce requests for one commit"

@@ -342,3 +342,24 @@ async def test_a_readiness_probe_that_breaks_stops_the_copy_with_its_error() -> 
     producer.send(_batch(2, "a"))
     with pytest.raises(ValueError, match="undecodable"):
         await _run(producer, 1)
+
+
+@pytest.mark.asyncio
+async def test_a_prioritised_partition_goes_first_in_the_requests_however_much_data_waits() -> None:
+    """A copy's progress must not wait behind a backlog of data: its partition is served first in each round,
+    although its batch was queued after four large data batches that fill the requests."""
+    broker = _SlowBroker()
+    producer = BatchProducer(
+        broker, request_timeout_ms=1_000, delivery_timeout_s=30, max_request_bytes=700_000, max_in_flight_requests=1
+    )
+    producer.producer_id, producer.producer_epoch = 7, 0
+    progress = (TOPIC, 99)
+    producer.prioritise(progress)
+    for partition in range(4):
+        producer.send(_big_batch(partition, f"data-{partition}"))
+    producer.send(OutgoingBatch(progress, _batch(1, "progress").payload, 1, "progress"))
+    producer.pump()
+    await asyncio.sleep(0)
+    broker.gate.set()
+    await _run(producer, 5)
+    assert broker.written[0][0] == 99, f"the first request carried {broker.written[:3]}"
