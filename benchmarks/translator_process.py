@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from shared.localkafka import HarnessError
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.support.service_process import ServiceProcess
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import psutil
 
-from shared.localkafka.cluster import free_port
 from shared.localkafka.jars import HarnessError
+from shared.localkafka.ports import free_port
 from shared.localkafka.processes import JvmProcess
 
 _PYSPARK = importlib.util.find_spec("pyspark")  # located, not imported: importing pyspark is slow

@@ -28,8 +28,8 @@ from services.cli.demo_view import Snapshot, SnapshotCollector, collect, flow_li
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.errors import StraitError
 from shared.localkafka import KafkaCluster, kafka_classpath
-from shared.localkafka.cluster import free_port
 from shared.localkafka.jars import REPO_ROOT
+from shared.localkafka.ports import free_port
 
 SAMPLE_CONFIG = REPO_ROOT / "deploy" / "config" / "local-two-cluster.properties"
 READY_TIMEOUT_S = 240

@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import shutil
 import socket
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from confluent_kafka.admin import AdminClient
 
 from shared.kafka.client_props import to_librdkafka
+from shared.localkafka.fault_proxy import FaultProxy, Link, NetworkPath
 from shared.localkafka.jars import HarnessError
+from shared.localkafka.ports import free_port
 from shared.localkafka.processes import JvmProcess
 from shared.localkafka.tls import TlsFiles, make_tls_files
 
 SCRAM_MECHANISM = "SCRAM-SHA-256"
+# Kafka's defaults want three replicas of its internal topics (two in sync): a smaller cluster has to say less,
+# or it cannot hold a consumer group's offsets or a transaction's state at all. Nothing else is set.
+_FEWER_THAN_THREE = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -28,13 +42,6 @@ class SaslUser:
 
     name: str
     password: str
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _port_open(port: int) -> bool:
@@ -53,6 +60,28 @@ class BrokerNode:
     data_dir: Path
     config_path: Path
     process: JvmProcess
+    proxied_port: int = 0  # with a fault proxy: the broker's listener behind it
+    proxy_port: int = 0  # with a fault proxy: the proxy's port that listener advertises
+
+
+class ClusterAddress(Protocol):
+    """How clients reach a cluster: its own listener, or the path through a fault proxy (`via_proxy`)."""
+
+    def client_properties(self, user: SaslUser | None = None) -> dict[str, str]: ...
+
+
+class ProxiedAddress:
+    """A cluster as a client behind the fault proxy reaches it: bootstrap and every broker through the proxy."""
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{node.proxy_port}" for node in self.cluster.nodes)
+
+    def client_properties(self, user: SaslUser | None = None) -> dict[str, str]:
+        return {**self.cluster.client_properties(user), "bootstrap.servers": self.bootstrap_servers}
 
 
 class KafkaCluster:
@@ -75,6 +104,8 @@ class KafkaCluster:
         users: tuple[SaslUser, ...] = (),
         heap_mb: int = 384,
         broker_overrides: dict[str, str] | None = None,
+        proxy: FaultProxy | None = None,
+        broker_defaults: bool = False,
     ) -> None:
         if brokers < 1:
             raise HarnessError(f"a cluster needs at least one broker, got {brokers}")
@@ -88,13 +119,32 @@ class KafkaCluster:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"strait-kafka-{name}-"))
         self.tls_files: TlsFiles | None = make_tls_files(self.workdir / "tls") if tls else None
         self.cluster_id = _cluster_id()
+        self.proxy = proxy
+        self.broker_defaults = broker_defaults  # Apache Kafka's own settings, as many users run them
+        self._links: list[Link] = []
         self.nodes = [self._plan_node(node_id) for node_id in range(1, brokers + 1)]
 
     def _plan_node(self, node_id: int) -> BrokerNode:
         node_dir = self.workdir / f"node-{node_id}"
         config_path = node_dir / "server.properties"
         process = JvmProcess("kafka.Kafka", [str(config_path)], log_path=node_dir / "broker.log", heap_mb=self.heap_mb)
-        return BrokerNode(node_id, free_port(), free_port(), node_dir / "data", config_path, process)
+        node = BrokerNode(node_id, free_port(), free_port(), node_dir / "data", config_path, process)
+        if self.proxy is not None:
+            node.proxied_port, node.proxy_port = free_port(), free_port()
+        return node
+
+    def via_proxy(self) -> ProxiedAddress:
+        """The cluster as clients behind the fault proxy reach it (give this to the services under test)."""
+        if self.proxy is None:
+            raise HarnessError(f"cluster {self.name} was started without a fault proxy")
+        return ProxiedAddress(self)
+
+    @property
+    def network(self) -> NetworkPath:
+        """The network between proxied clients and this cluster's brokers: put faults on it, then `heal`."""
+        if not self._links:
+            raise HarnessError(f"cluster {self.name} has no fault proxy (or is not started)")
+        return NetworkPath(self._links)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -131,16 +181,59 @@ class KafkaCluster:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         replication = str(min(3, len(self.nodes)))
         protocol = self._protocol()
+        listeners = f"CLIENT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
+        advertised = f"CLIENT://127.0.0.1:{node.port}"
+        protocols = f"CLIENT:{protocol},CONTROLLER:PLAINTEXT"
+        if node.proxy_port:  # a second client listener, advertised at the proxy's port: clients stay behind it
+            listeners += f",PROXIED://127.0.0.1:{node.proxied_port}"
+            advertised += f",PROXIED://127.0.0.1:{node.proxy_port}"
+            protocols += f",PROXIED:{protocol}"
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"CLIENT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"CLIENT://127.0.0.1:{node.port}",
-            "listener.security.protocol.map": f"CLIENT:{protocol},CONTROLLER:PLAINTEXT",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
+            "listener.security.protocol.map": protocols,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "CLIENT",
             "log.dirs": str(node.data_dir),
+        }
+        if self.broker_defaults:
+            props |= _FEWER_THAN_THREE if len(self.nodes) < 3 else {}
+        else:
+            props |= self._tuned(replication)
+        if self.sasl:
+            jaas = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="{self.admin_user.name}" password="{self.admin_user.password}";'
+            )
+            props |= {
+                "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+                "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+                f"listener.name.client.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": jaas,
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                # Brokers reach the controllers over the loopback-only PLAINTEXT controller listener.
+                "super.users": f"User:{self.admin_user.name};User:ANONYMOUS",
+                "allow.everyone.if.no.acl.found": "false",
+            }
+            if node.proxy_port:
+                props[f"listener.name.proxied.{SCRAM_MECHANISM.lower()}.sasl.jaas.config"] = jaas
+        if self.tls_files is not None:
+            # Brokers talk to each other over the client listener too, so they also trust the test CA.
+            props |= {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(self.tls_files.server),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(self.tls_files.ca),
+            }
+        props |= self.broker_overrides
+        return "".join(f"{key}={value}\n" for key, value in props.items())
+
+    @staticmethod
+    def _tuned(replication: str) -> dict[str, str]:
+        """The suite's broker settings: quick to start and to elect, small, and no topic auto-creation."""
+        return {
             "auto.create.topics.enable": "false",
             "num.partitions": "1",
             "default.replication.factor": "1",
@@ -163,30 +256,6 @@ class KafkaCluster:
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": "1",
         }
-        if self.sasl:
-            jaas = (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required "
-                f'username="{self.admin_user.name}" password="{self.admin_user.password}";'
-            )
-            props |= {
-                "sasl.enabled.mechanisms": SCRAM_MECHANISM,
-                "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
-                f"listener.name.client.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": jaas,
-                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                # Brokers reach the controllers over the loopback-only PLAINTEXT controller listener.
-                "super.users": f"User:{self.admin_user.name};User:ANONYMOUS",
-                "allow.everyone.if.no.acl.found": "false",
-            }
-        if self.tls_files is not None:
-            # Brokers talk to each other over the client listener too, so they also trust the test CA.
-            props |= {
-                "ssl.keystore.type": "PEM",
-                "ssl.keystore.location": str(self.tls_files.server),
-                "ssl.truststore.type": "PEM",
-                "ssl.truststore.location": str(self.tls_files.ca),
-            }
-        props |= self.broker_overrides
-        return "".join(f"{key}={value}\n" for key, value in props.items())
 
     def _format(self, node: BrokerNode) -> None:
         node.config_path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,6 +281,11 @@ class KafkaCluster:
         fresh = [node for node in self.nodes if not (node.data_dir / "meta.properties").exists()]
         with ThreadPoolExecutor(max_workers=max(1, len(fresh))) as pool:
             list(pool.map(self._format, fresh))
+        if self.proxy is not None and not self._links:
+            self._links = [
+                self.proxy.link(f"{self.name}-{node.node_id}", node.proxy_port, node.proxied_port)
+                for node in self.nodes
+            ]
         for node in self.nodes:
             node.process.start()
 
@@ -267,6 +341,20 @@ class KafkaCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def running(*clusters: KafkaCluster) -> Iterator[tuple[KafkaCluster, ...]]:
+    """Start `clusters` side by side (every broker launched before any is waited for), stop them all after."""
+    try:
+        for cluster in clusters:
+            cluster.launch()
+        for cluster in clusters:
+            cluster.wait_ready()
+        yield clusters
+    finally:
+        for cluster in clusters:
+            cluster.stop()
 
 
 def _cluster_id() -> str:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from shared.localkafka import KafkaCluster, SaslUser, kafka_classpath
+from shared.localkafka.cluster import running
 from shared.localspark import SparkStandaloneCluster
 
 MIRROR_USER = SaslUser("mirror", "mirror-secret-pw")
@@ -23,6 +24,7 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 # then the unit tests: with files spread over xdist workers (scripts/test runs `-n 2 --dist loadfile
 # --no-loadscope-reorder`, which keeps this order), the long ones never start last and leave one worker alone.
 LONGEST_FIRST = (
+    "test_faults_network.py",
     "test_faults_brokers.py",
     "test_data_mirror_crash.py",
     "test_faults_topics.py",
@@ -66,16 +68,8 @@ def kafka_runtime() -> str:
 @pytest.fixture(scope="session")
 def two_clusters(kafka_runtime: str) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
     """Source A and target B, one broker each, started side by side."""
-    clusters = (KafkaCluster("A"), KafkaCluster("B"))
-    try:
-        for cluster in clusters:
-            cluster.launch()
-        for cluster in clusters:
-            cluster.wait_ready()
-        yield clusters
-    finally:
-        for cluster in clusters:
-            cluster.stop()
+    with running(KafkaCluster("A"), KafkaCluster("B")) as (source, target):
+        yield source, target
 
 
 @pytest.fixture(scope="session")

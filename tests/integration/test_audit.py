@@ -16,7 +16,7 @@ from shared.control import ServiceStatus, read_statuses
 from shared.control.topic_names import progress_topic
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from shared.records.offset_sync import OffsetSync
 from shared.records.progress import ProgressKey, encode_progress
 from tests.support.kafka_io import consume_all, make_topic, produce

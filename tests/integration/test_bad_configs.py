@@ -32,7 +32,7 @@ import pytest
 
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.support.kafka_io import make_topic
 from tests.support.mm2_config import write_mm2_config
 

@@ -34,7 +34,7 @@ from shared.kafka.factories import confluent_admin, confluent_consumer, confluen
 from shared.kafka.read import read_to_end
 from shared.kafka.topics import ensure_internal_topic
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from shared.progress_store import load_progress
 from shared.records import Checkpoint, Heartbeat
 from shared.records.progress import ProgressKey, encode_progress

@@ -18,7 +18,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions
 from shared.control import ControlPublisher, StatusReporter
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from shared.records import Checkpoint, Heartbeat
 from tests.support.kafka_io import make_topic, produce
 from tests.support.mm2_client import translate_offsets

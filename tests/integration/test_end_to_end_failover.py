@@ -14,7 +14,7 @@ from confluent_kafka import TopicPartition
 
 from shared.kafka.factories import confluent_consumer
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.support.kafka_io import make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess

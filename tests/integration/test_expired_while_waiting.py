@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition
 
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from shared.verify.findings import OffsetRange
 from tests.support.kafka_io import consume_all, consume_to_end, make_topic, produce
 from tests.support.metrics_page import metric

@@ -24,7 +24,7 @@ from shared.kafka.factories import confluent_admin, confluent_consumer
 from shared.kafka.read import read_to_end
 from shared.kafka.topic_admin import TopicAdmin
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync
 from tests.support.acls import acls_on
 from tests.support.kafka_io import make_topic, produce

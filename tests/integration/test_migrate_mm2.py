@@ -33,8 +33,8 @@ from shared.kafka.factories import confluent_producer
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
 from shared.kafka.read import read_all_partitions
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
 from shared.localkafka.mirror_maker import MirrorMakerProcess
+from shared.localkafka.ports import free_port
 from shared.records.connect_offsets import SourcePartitionKey
 from shared.replication_policy import mm2_connect_offsets_topic
 from tests.support.kafka_io import make_topic, read_to_end

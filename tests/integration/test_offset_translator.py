@@ -31,7 +31,7 @@ from shared.control import ControlPublisher, StatusReporter
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.read import read_to_end
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, SyncSegment
 from tests.support.kafka_io import make_topic, produce

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, R
 from shared.kafka.acl_admin import to_binding
 from shared.kafka.factories import aio_producer, confluent_admin, confluent_consumer
 from shared.localkafka import KafkaCluster, SaslUser
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.integration.test_acl_sync import acl
 from tests.support.acls import topic_acls
 from tests.support.kafka_io import consume_all, make_topic, produce, read_to_end

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from shared.localkafka import KafkaCluster
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.support.kafka_io import consume_all, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.soak.events import EventLog
 from tests.support.service_process import ServiceProcess
 

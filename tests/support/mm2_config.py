@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from shared.localkafka import KafkaCluster, SaslUser
+from shared.localkafka import SaslUser
+from shared.localkafka.cluster import ClusterAddress
 
 SINGLE_BROKER_DEFAULTS = {
     "replication.factor": "1",
@@ -17,7 +18,7 @@ SINGLE_BROKER_DEFAULTS = {
 
 def write_mm2_config(
     path: Path,
-    clusters: Mapping[str, KafkaCluster],
+    clusters: Mapping[str, ClusterAddress],
     flows: Mapping[str, Mapping[str, str]],
     extra: Mapping[str, str] | None = None,
     *,

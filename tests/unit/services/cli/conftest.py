@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from shared.localkafka.cluster import free_port
+from shared.localkafka.ports import free_port
 from tests.unit.services.offset_translator.conftest import Feed, build_app
 
 TOKEN = "cli-test-token"
