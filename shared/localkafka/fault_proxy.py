@@ -24,6 +24,7 @@ import httpx
 
 from shared.localkafka.jars import CACHE_DIR, HarnessError
 from shared.localkafka.ports import free_port
+from shared.localkafka.processes import die_with_parent
 
 TOXIPROXY_VERSION = "2.5.0"  # the newest the Go module proxy serves here (v2.3.0 and v2.5.0 are listed)
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
@@ -103,7 +104,7 @@ class FaultProxy:
                 [str(binary), "-host", "127.0.0.1", "-port", str(self.api_port)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                preexec_fn=die_with_parent,  # a killed test run leaves no proxy behind, as it leaves no broker
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

@@ -20,7 +20,7 @@ _live: set[JvmProcess] = set()
 _live_lock = threading.Lock()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: the kernel kills it if the parent dies (even by kill -9)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -81,7 +81,7 @@ class JvmProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env} if self.env is not None else None,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         with _live_lock:
             _live.add(self)

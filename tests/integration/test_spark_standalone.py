@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from shared.localkafka.processes import _die_with_parent
+from shared.localkafka.processes import die_with_parent
 from shared.localspark import SparkStandaloneCluster, kill_tree
 
 # Runs in its own interpreter so no SparkContext or JVM gateway leaks into the pytest process.
@@ -79,7 +79,7 @@ class Driver:
                 stderr=log,
                 env=env,
                 text=True,
-                preexec_fn=_die_with_parent,  # its JVM exits when its stdin closes, so nothing outlives pytest
+                preexec_fn=die_with_parent,  # its JVM exits when its stdin closes, so nothing outlives pytest
             )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
