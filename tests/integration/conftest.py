@@ -24,6 +24,7 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 # then the unit tests: with files spread over xdist workers (scripts/test runs `-n 2 --dist loadfile
 # --no-loadscope-reorder`, which keeps this order), the long ones never start last and leave one worker alone.
 LONGEST_FIRST = (
+    "test_faults_network_outage.py",
     "test_faults_network.py",
     "test_faults_brokers.py",
     "test_data_mirror_crash.py",

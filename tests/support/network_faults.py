@@ -1,0 +1,80 @@
+"""Copying through the fault proxy: a source and a target on Kafka's default broker settings behind it, a flow in
+one of the three copy modes, data-mirror reaching both clusters through the proxy, and the wait for `strait
+verify` to find every record (the network-fault tests' common part)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.localkafka import KafkaCluster
+from shared.localkafka.cluster import running
+from shared.localkafka.fault_proxy import FaultProxy
+from tests.support.kafka_io import make_topic, produce
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import verify
+
+PARTITIONS = 4
+BACKLOG = 4_000  # per partition, written before data-mirror starts
+DURING = 500  # per partition, written while the fault is on
+TOTAL = PARTITIONS * (BACKLOG + DURING)
+MODES = {
+    "batches": {"strait.copy.batches": "auto"},
+    "records": {"strait.copy.batches": "off"},
+    "exactly-once": {"exactly.once.support": "enabled"},
+}
+
+
+@pytest.fixture(scope="module")
+def proxied(
+    kafka_runtime: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
+    """Source NA and target NB on Kafka's default broker settings, reachable through the fault proxy and directly."""
+    proxy = FaultProxy(tmp_path_factory.mktemp("toxiproxy")).start()
+    try:
+        pair = (KafkaCluster(name, proxy=proxy, broker_defaults=True) for name in ("NA", "NB"))
+        with running(*pair) as (source, target):
+            yield source, target
+    finally:
+        proxy.stop()
+
+
+def write(cluster: KafkaCluster, topic: str, first: int, count: int) -> None:
+    """Records `first` .. `first + count - 1` to every partition of `topic` (keyed, 200 B, one header)."""
+    for partition in range(PARTITIONS):
+        records = [
+            (f"k{i}".encode(), f"{partition}:{i}".encode().ljust(200, b".")) for i in range(first, first + count)
+        ]
+        produce(cluster.client_properties(), topic, records, partition=partition, headers=[("h", b"v")])
+
+
+def copy_through(
+    source: KafkaCluster, target: KafkaCluster, mode: str, tmp_path: Path, unique: str, fault: str
+) -> tuple[Path, str, ServiceProcess]:
+    """Topics on both sides and the backlog written; returns the direct config (for verifying), the topic, and
+    data-mirror configured to reach both clusters through the proxy (started by `with`)."""
+    topic = f"net-{fault}-{mode}-{unique}"
+    make_topic(source.client_properties(), topic, partitions=PARTITIONS)
+    make_topic(target.client_properties(), f"NA.{topic}", partitions=PARTITIONS)  # topic-sync's job
+    write(source, topic, 0, BACKLOG)
+    flow = {"topics": topic, **MODES[mode]}
+    behind = write_mm2_config(
+        tmp_path / "mm2.properties", {"NA": source.via_proxy(), "NB": target.via_proxy()}, {"NA->NB": flow}
+    )
+    direct = write_mm2_config(tmp_path / "direct.properties", {"NA": source, "NB": target}, {"NA->NB": flow})
+    mirror = ServiceProcess("data_mirror", behind, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "500"})
+    return direct, topic, mirror
+
+
+def wait_copied(direct: Path, topic: str, records: int, mirror: ServiceProcess, timeout_s: float) -> None:
+    """Until the verifier finds every source record on the target (what a user's `strait verify` would say)."""
+    deadline = time.monotonic() + timeout_s
+    while (verified := verify(direct, "NA->NB", topic).totals.verified) < records:
+        assert mirror.popen is not None
+        assert mirror.popen.poll() is None, f"data-mirror exited:\n{mirror.tail()}"
+        assert time.monotonic() < deadline, f"{verified} of {records} copied within {timeout_s:.0f}s:\n{mirror.tail()}"
+        time.sleep(1)
