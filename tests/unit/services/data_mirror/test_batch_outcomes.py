@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import struct
+import time
 from typing import Any
 
 import pytest
@@ -18,9 +19,12 @@ from aiokafka.record.default_records import DefaultRecordBatch
 from services.data_mirror.batch_copy import BatchCopier, Fetching
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.task_clients import TaskClients
+from services.data_mirror.task_entry import task_loop
 from services.data_mirror.task_loop import TaskLoop
 from shared.kafka.batch_link import BatchProducer, PartitionFetch
 from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR
+from shared.records.progress import ProgressKey
 from tests.unit.services.data_mirror.test_copy_task import _spec
 from tests.unit.shared.kafka.test_batch_producer import _Broker, _producer
 from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch
@@ -235,3 +239,78 @@ async def test_a_commit_of_thousands_of_partitions_writes_its_progress_in_a_few_
     await task.settle(wait=True)
     assert broker.written == keys, "every progress record, once, in order"
     assert broker.produced <= 4, f"{broker.produced} Produce requests for one commit"
+
+
+class _QuietFetcher:
+    """A source with nothing new: every fetch comes back empty after a moment."""
+
+    def leader(self, _key: tuple[str, int]) -> int:
+        return 1
+
+    def epoch(self, _key: tuple[str, int]) -> int:
+        return -1
+
+    def knows(self, _topic: str) -> bool:
+        return True
+
+    async def fetch(self, _node: int, _positions: Any, _limit: int) -> dict[tuple[str, int], PartitionFetch]:
+        await asyncio.sleep(0.01)
+        return {}
+
+    async def refresh(self) -> None:
+        pass
+
+
+@dataclasses.dataclass
+class _LoopLink:
+    producer: BatchProducer
+    fetcher: _QuietFetcher
+    read_committed: bool = False
+    closed: bool = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def _run_loop(broker: RecordingBroker, *, interval_ms: int, handover_after_s: float) -> tuple[str | None, _LoopLink]:
+    """A whole batch-forwarding task (the task loop with its copier) over the broker stand-in, committing every
+    `interval_ms`, until a hand-over requested `handover_after_s` after it starts."""
+    spec = dataclasses.replace(_spec(1), copy_batches=True, commit_interval_ms=interval_ms)
+    link = _LoopLink(_producer(broker), _QuietFetcher())
+    deadline = time.monotonic() + handover_after_s
+
+    async def open_link() -> _LoopLink:
+        return link
+
+    clients = TaskClients(
+        consumer=None,
+        producer=None,
+        sync_producer=None,
+        load_progress=dict,
+        offset_bounds=lambda keys: (dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)),
+        handover_requested=lambda: time.monotonic() > deadline,
+        close=lambda: None,
+        open_batch_link=open_link,  # type: ignore[arg-type]
+    )
+    return task_loop(spec, clients).run().error, link
+
+
+def test_a_hand_over_ends_with_the_final_progress_acknowledged_and_the_link_closed() -> None:
+    """No commit falls due before the hand-over: the final one writes the partition's only progress record, and
+    the task returns once the target acknowledged it."""
+    broker = RecordingBroker()
+    error, link = _run_loop(broker, interval_ms=60_000, handover_after_s=0.1)
+    assert error is None
+    assert ProgressKey("A->B", "orders", 0).encode() in broker.written, "the partition's progress reached the target"
+    assert link.producer.idle(), "nothing the task sent is still unanswered"
+    assert link.closed
+
+
+def test_a_progress_record_the_target_refuses_fails_the_task_at_its_next_commit() -> None:
+    broker = RecordingBroker()
+    broker.script.append(TOPIC_AUTHORIZATION_FAILED)
+    error, link = _run_loop(broker, interval_ms=50, handover_after_s=1.0)
+    assert error is not None
+    assert "progress not written" in error
+    assert "TOPIC_AUTHORIZATION_FAILED" in error
+    assert link.closed
