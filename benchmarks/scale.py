@@ -98,8 +98,14 @@ class ScaleRun:
     catchup_rss_mib: float
     spread: Steady
     few: Steady | None
-    unfinished: str | None = None  # the catch-up did not end within its deadline: what was copied by then
-    copied: int | None = None  # records copied by the deadline, when unfinished
+    copied: int | None = None  # the catch-up did not end within its deadline: the records copied by then
+
+    @property
+    def unfinished(self) -> str | None:
+        """What an unfinished catch-up copied, in words; None when it finished."""
+        if self.copied is None:
+            return None
+        return f"copied {self.copied:,} of {self.shape.backlog:,} records in {self.last_s:.0f} s"
 
     @property
     def catchup_rate(self) -> float:
@@ -199,10 +205,9 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         mirror.start()
         sampler = mirror.measure(f"scale {shape.partitions}")
         first_s, every_s, last_s, copied = _catch_up(mirror, probe, shape, began)
-        unfinished = None if copied is None else f"copied {copied:,} of {shape.backlog:,} records in {last_s:.0f} s"
         catchup_rss = sampler.usage.peak_total_rss_mib
-        if unfinished is not None:
-            say(f"{tool}: the catch-up did not finish: {unfinished}; the steady loads run anyway")
+        if copied is not None:
+            say(f"{tool}: the catch-up did not finish: {copied:,} of {shape.backlog:,} copied; steady loads run anyway")
         say(f"{tool}: first record {first_s:.1f} s, every partition {every_s:.1f} s, last {last_s:.1f} s")
         spread = _steady(lab, mirror, sampler, run_dir, "spread", topics, remote, shape.per_topic, warmup_s, window_s)
         few = None
@@ -216,7 +221,7 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         mirror.stop()
         delete_topics(lab.target_admin(), list(remote.values()))
         delete_topics(lab.source_admin(), topics)
-    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, unfinished, copied)
+    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied)
 
 
 def create_topics(lab: Lab, topics: list[str], partitions: int) -> None:

@@ -196,7 +196,7 @@ class TaskLoop:
         await self.copier.settle(wait=final or self.in_transaction)
         self._raise_client_errors()
         if self._must_commit_now():
-            await self._abort_for_refused_records()
+            self._abort_for_refused_records()
         self._advance_idle_positions(self.copier.positions())
         written = self._write_progress()
         if self.transactions is not None and self.in_transaction:
@@ -220,7 +220,7 @@ class TaskLoop:
             if part.delivery_error is not None:
                 raise KafkaException(part.delivery_error)
 
-    async def _abort_for_refused_records(self) -> None:
+    def _abort_for_refused_records(self) -> None:
         """Exactly-once: roll the interval back, record where each refused partition waits, start again."""
         assert self.transactions is not None
         self.transactions.abort()

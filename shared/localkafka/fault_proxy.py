@@ -74,14 +74,13 @@ class Toxic:
     type: str
     stream: str
     attributes: dict[str, int]
-    toxicity: float = 1.0
 
     def body(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "type": self.type,
             "stream": self.stream,
-            "toxicity": self.toxicity,
+            "toxicity": 1.0,  # every connection
             "attributes": self.attributes,
         }
 
