@@ -82,8 +82,8 @@ def _common_settings(options: BenchOptions) -> dict[str, str]:
             "serial GC; its checkpoint and heartbeat connectors are switched off in the config"
         ),
         "Strait": (
-            "`strait-topic-sync` and `strait-data-mirror` with the same config; Spark driver memory 1g "
-            "(default), commit interval 1000 ms (default)"
+            "`strait-topic-sync` and `strait-data-mirror` with the same config; Spark driver memory 512m "
+            "and serial GC (defaults), commit interval 1000 ms (default)"
         ),
         "clusters": "one single-broker KRaft cluster each for source and target (1 GiB heap), replication factor 1",
         "repeats": str(options.repeats),

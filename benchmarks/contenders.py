@@ -31,7 +31,7 @@ STRAIT, MM2 = "Strait", "MM2"
 SPARK_JVM, WORKERS = "Spark JVM", "Spark Python workers"  # process roles below data-mirror
 TOOLS = (STRAIT, MM2)
 _PR_SET_PDEATHSIG = 1
-MM2_HEAP_MB = 1024  # Strait's Spark driver JVM gets spark.driver.memory=1g (its default here)
+MM2_HEAP_MB = 1024  # every record passes through MM2's heap (Strait's driver JVM, 512 MiB, never holds one)
 
 # Identical for both tools: the target producer (batching and delivery guarantees). Compression stays at
 # both clients' default, none (setting `compression.type=none` explicitly trips Strait's aiokafka-based

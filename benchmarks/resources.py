@@ -120,8 +120,8 @@ def _notes(usage: Sequence[Usage]) -> list[str]:
         notes.append(
             "Why more memory: Strait's peak is mostly "
             + ", ".join(f"{role} ({num(mib)} MiB)" for role, mib in biggest)
-            + ": the Spark JVM's heap (spark.driver.memory=1g) and one Python interpreter per worker, each with its "
-            "own librdkafka buffers. Closing it: a smaller driver heap (records never enter it) and a lower "
-            "`queue.buffering.max.kbytes` for the executors' producers."
+            + ": Spark's JVM (its classes and threads; its heap is 512 MiB at most and starts at 32 MiB) and one Python "
+            "interpreter per worker, each holding up to the target producer's `buffer.memory` (32 MiB by default) "
+            "of records in flight."
         )
     return notes

@@ -18,7 +18,10 @@ LOCAL_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",  # its bar is not JSON and never ends with long-lived jobs
     "spark.python.worker.reuse": "true",
     "spark.task.maxFailures": "1",
-    "spark.driver.memory": "1g",
+    # Records never enter the driver's JVM (tasks return small results); Spark refuses less than 450 MiB.
+    "spark.driver.memory": "512m",
+    # Python workers run one long task each on a few threads: two malloc arenas, not 8 per core, hold less memory.
+    "spark.executorEnv.MALLOC_ARENA_MAX": "2",
 }
 # Off local mode, Spark's RPC and block transfers cross the network and carry task specs (client settings) and
 # records: authenticated and encrypted unless the config says otherwise.
@@ -56,7 +59,8 @@ def spark_conf(top_level: Mapping[str, str], master_override: str = "", *, slots
     java_options = conf.get(_DRIVER_JAVA_OPTIONS, "")
     if "log4j2.configurationFile" not in java_options:
         java_options = f"-Dlog4j2.configurationFile={JSON_LOG4J.as_uri()} {java_options}"
-    conf[_DRIVER_JAVA_OPTIONS] = f"{driver_start_options()} {java_options}".strip()  # the user's options come last
+    # The user's options come last, so they win.
+    conf[_DRIVER_JAVA_OPTIONS] = f"{driver_start_options(java_options)} {java_options}".strip()
     return conf
 
 

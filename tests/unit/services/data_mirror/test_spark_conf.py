@@ -123,3 +123,17 @@ def test_the_configs_own_executor_sizing_wins_and_other_masters_keep_theirs() ->
     assert "spark.cores.max" not in packed
     assert "spark.executor.cores" not in spark_conf({"spark.master": "local[4]"}, slots=4)
     assert "spark.cores.max" not in spark_conf({"spark.master": "spark://h:7077", "spark.authenticate.secret": "s"})
+
+
+def test_the_driver_jvm_keeps_a_compact_heap_unless_the_user_sizes_or_chooses_its_collector() -> None:
+    conf = spark_conf({})
+    options = conf["spark.driver.extraJavaOptions"].split()
+    assert conf["spark.driver.memory"] == "512m", "records never enter the driver's JVM"
+    assert "-Xms32m" in options
+    assert "-XX:+UseSerialGC" in options
+    assert conf["spark.executorEnv.MALLOC_ARENA_MAX"] == "2"
+    mine = spark_conf({"spark.driver.memory": "2g", "spark.driver.extraJavaOptions": "-XX:+UseG1GC -Xms1g"})
+    options = mine["spark.driver.extraJavaOptions"].split()
+    assert mine["spark.driver.memory"] == "2g"
+    assert "-XX:+UseSerialGC" not in options, "two collectors would stop the JVM from starting"
+    assert options[-2:] == ["-XX:+UseG1GC", "-Xms1g"], "the user's options come last, so they win"
