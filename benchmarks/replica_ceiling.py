@@ -73,16 +73,27 @@ class ReplicaBench:
 
     def fill(self, dataset: Dataset) -> None:
         """Create the data set's topic with every partition on the leader and fill it as the source is filled."""
-        admin = confluent_admin(self.cluster.client_properties())
-        # types-confluent-kafka types broker ids as str; librdkafka takes ints (as Kafka's protocol does)
-        on_leader = [[LEADER]] * PARTITIONS
-        topic = NewTopic(dataset.topic, num_partitions=PARTITIONS, replica_assignment=on_leader)  # type: ignore[arg-type]
-        admin.create_topics([topic], operation_timeout=30)[dataset.topic].result(timeout=60)
+        self.make_topics([dataset.topic], PARTITIONS)
         say(f"replica ceiling: filling {dataset.topic} on broker {LEADER}")
         fill_topic(self.cluster, dataset, self._logs / f"fill-{dataset.topic}.log")
 
     def catch_up(self, dataset: Dataset, timeout_s: float) -> ReplicaCopy:
         """Add the follower to every partition, time it into the ISR, take it out again."""
+        return self.copy_topics([dataset.topic], dataset.label, dataset.records, dataset.value_bytes, timeout_s)
+
+    def make_topics(self, topics: Sequence[str], partitions: int) -> None:
+        """Topics whose every partition is on the leader alone, as the follower's copy needs them."""
+        admin = confluent_admin(self.cluster.client_properties())
+        on_leader = [[LEADER]] * partitions
+        # types-confluent-kafka types broker ids as str; librdkafka takes ints (as Kafka's protocol does)
+        made = [NewTopic(topic, num_partitions=partitions, replica_assignment=on_leader) for topic in topics]  # type: ignore[arg-type]
+        for future in admin.create_topics(made, operation_timeout=60).values():
+            future.result(timeout=120)
+
+    def copy_topics(
+        self, topics: Sequence[str], label: str, records: int, value_bytes: int, timeout_s: float
+    ) -> ReplicaCopy:
+        """Add the follower to every partition of `topics`, time it into the ISR, take it out again."""
         command = [
             java_binary(),
             "-Xmx256m",
@@ -91,7 +102,7 @@ class ReplicaBench:
             os.pathsep.join([kafka_classpath(quiet=True), str(self._classes)]),
             _MAIN_CLASS,
             self.cluster.bootstrap_servers,
-            dataset.topic,
+            ",".join(topics),
             str(LEADER),
             str(FOLLOWER),
             str(int(timeout_s * 1000)),
@@ -102,8 +113,8 @@ class ReplicaBench:
             raise HarnessError(f"{_MAIN_CLASS} failed (exit {result.returncode}): {result.stderr[-2000:]}")
         answer = parse_answer(result.stdout)
         first, copied, in_sync = (answer[f"{mark}_micros"] / 1e6 for mark in ("first", "copied", "in_sync"))
-        say(f"replica ceiling: {dataset.label} copied in {copied - first:.1f} s, in sync after {in_sync:.1f} s")
-        return ReplicaCopy(dataset.label, dataset.records, dataset.value_bytes, first, copied, in_sync)
+        say(f"replica ceiling: {label} copied in {copied - first:.1f} s, in sync after {in_sync:.1f} s")
+        return ReplicaCopy(label, records, value_bytes, first, copied, in_sync)
 
 
 def parse_answer(stdout: str) -> dict[str, int]:
@@ -121,7 +132,8 @@ def replica_bench(options: BenchOptions, sets: Sequence[Dataset]) -> Iterator[Re
     workdir = options.workdir / "kafka-replica"
     shutil.rmtree(workdir, ignore_errors=True)
     classes = options.workdir / "classes-replica"
-    if not (classes / f"{_MAIN_CLASS}.class").exists():
+    compiled = classes / f"{_MAIN_CLASS}.class"
+    if not compiled.exists() or compiled.stat().st_mtime < JAVA_SOURCE.stat().st_mtime:
         compile_against_kafka(JAVA_SOURCE, classes)
     logs = options.workdir / "runs" / "replica"
     logs.mkdir(parents=True, exist_ok=True)

@@ -120,8 +120,8 @@ def _notes(usage: Sequence[Usage]) -> list[str]:
         notes.append(
             "Why more memory: Strait's peak is mostly "
             + ", ".join(f"{role} ({num(mib)} MiB)" for role, mib in biggest)
-            + ": Spark's JVM (its classes and threads; its heap is 512 MiB at most and starts at 32 MiB) and one Python "
-            "interpreter per worker, each holding up to the target producer's `buffer.memory` (32 MiB by default) "
-            "of records in flight."
+            + ": Spark's JVM (its classes and threads; its heap is 512 MiB at most and starts at 32 MiB) and one "
+            "Python interpreter per worker, each holding up to the target producer's `buffer.memory` (32 MiB by "
+            "default) of records in flight."
         )
     return notes

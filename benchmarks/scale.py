@@ -4,7 +4,9 @@ One tool run per shape measures, in order: the catch-up copy of a backlog (start
 partition copying, first -> last record, peak memory), then a steady 10k records/s spread over every partition
 (latency, CPU, memory), then the same rate on the ten partitions of one topic while every other partition is
 idle (does an idle majority slow the busy few?). Every run has fresh source topics, so each copies the same
-backlog and nothing another run wrote.
+backlog and nothing another run wrote. Beside them, per repeat and shape, the floor: the same loads with no
+replicator, and Kafka's own replica fetcher copying the same backlog to a broker that has none of those partitions
+yet (the catch-up a replicator cannot beat: it creates every log as a fresh mirror's target must).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSe
 from benchmarks.lab import Lab, delete_topics, wait_until
 from benchmarks.latency import FLOOR, NoMirror
 from benchmarks.model import BenchOptions, Section, percentile
+from benchmarks.replica_ceiling import ReplicaBench, ReplicaCopy, replica_bench
 from benchmarks.tables import median, num
 from benchmarks.usage import UsageSampler
 from shared.kafka.factories import confluent_admin, confluent_consumer
@@ -141,24 +144,45 @@ def _steady_dict(steady: Steady) -> dict[str, Any]:
 
 
 def run(options: BenchOptions, lab: Lab) -> Section:
-    """Per repeat and shape: Strait, then MM2, then the floor (the loads with no replicator)."""
+    """Per repeat and shape: Strait, then MM2, then the floor (the loads with no replicator, Kafka's own copy)."""
     runs: list[ScaleRun] = []
     floors: list[Floor] = []
-    for _ in range(options.repeats):
-        for shape in shapes(options.quick):
-            for tool in TOOLS:
-                runs.append(measure(lab, tool, shape, *durations(options.quick)))
-            floors.append(measure_floor(lab, shape, *durations(options.quick)))
+    with replica_bench(options, []) as follower:
+        for _ in range(options.repeats):
+            for shape in shapes(options.quick):
+                for tool in TOOLS:
+                    runs.append(measure(lab, tool, shape, *durations(options.quick)))
+                floor = measure_floor(lab, shape, *durations(options.quick))
+                floor.replica = measure_replica_copy(lab, follower, shape)
+                floors.append(floor)
     return _section(options, runs, floors)
 
 
 @dataclass
 class Floor:
-    """The steady loads of one shape read on the source itself: what a replicator that cost nothing would show."""
+    """What a replicator that cost nothing would show at one shape: the steady loads read on the source itself,
+    and Kafka's replica fetcher copying the same backlog into partitions its broker did not have."""
 
     shape: Shape
     spread: Steady
     few: Steady | None
+    replica: ReplicaCopy | None = None
+
+
+def measure_replica_copy(lab: Lab, follower: ReplicaBench, shape: Shape) -> ReplicaCopy:
+    """The shape's topics made on the two-broker cluster's leader and filled as the source is; the follower then
+    copies every partition (its logs made on the way, as a fresh mirror's remote topics are)."""
+    topics = [f"scale-ceiling-{lab.aliases()[0]}-{index:04d}" for index in range(shape.topics)]
+    run_dir = lab.run_dir(f"ceiling-scale-{shape.partitions}")
+    follower.make_topics(topics, shape.per_topic)
+    bootstrap = follower.cluster.bootstrap_servers
+    say(f"replica ceiling: {shape.label} partitions: filling {shape.backlog:,} records")
+    try:
+        fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)], bootstrap)
+        label = f"{shape.partitions:,} partitions"
+        return follower.copy_topics(topics, label, shape.backlog, shape.backlog * RECORD_SIZE, START_TIMEOUT_S)
+    finally:
+        delete_topics(confluent_admin(follower.cluster.client_properties()), topics)
 
 
 def measure_floor(lab: Lab, shape: Shape, warmup_s: float, window_s: float) -> Floor:
@@ -245,12 +269,18 @@ def create_topics(lab: Lab, topics: list[str], partitions: int) -> None:
 
 
 def fill_topics(
-    lab: Lab, run_dir: Path, name: str, topics: Sequence[str], per_topic: int, extra: list[str]
+    lab: Lab,
+    run_dir: Path,
+    name: str,
+    topics: Sequence[str],
+    per_topic: int,
+    extra: list[str],
+    bootstrap: str | None = None,
 ) -> dict[str, int]:
-    """Run the spread load generator to its end; its counts."""
+    """Run the spread load generator to its end (on the source, unless `bootstrap` names another cluster)."""
     listing = run_dir / f"{name}-topics.txt"
     listing.write_text("\n".join(topics) + "\n")
-    command = load_command(lab, listing, per_topic, extra)
+    command = load_command(lab, listing, per_topic, extra, bootstrap)
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"load generator failed ({name}): {done.stderr[-2000:]}")
@@ -258,14 +288,14 @@ def fill_topics(
     return counts
 
 
-def load_command(lab: Lab, listing: Path, per_topic: int, extra: list[str]) -> list[str]:
+def load_command(lab: Lab, listing: Path, per_topic: int, extra: list[str], bootstrap: str | None = None) -> list[str]:
     settings = [arg for key, value in PRODUCER.items() for arg in ("--producer", f"{key}={value}")]
     return [
         sys.executable,
         "-m",
         "benchmarks.spread_load",
         "--bootstrap",
-        lab.source.bootstrap_servers,
+        bootstrap or lab.source.bootstrap_servers,
         "--topics",
         str(listing),
         "--partitions",
@@ -451,12 +481,13 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -
         floor = [f for f in floors if f.shape == shape]
         if floor:
             few_floor = [f.few for f in floor if f.few is not None]
+            copies = [f.replica for f in floor if f.replica is not None]
             rows.append(
                 [
                     shape.label,
                     FLOOR,
-                    "",
-                    "",
+                    num(median([c.records_per_s for c in copies])) if copies else "",
+                    num(median([c.first_s for c in copies]), 1) if copies else "",
                     "",
                     "",
                     _pair([f.spread for f in floor]),
@@ -471,6 +502,9 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -
             notes.append(_verdict(shape, mine[STRAIT], mine[MM2]))
         if floor:
             notes.append(_added(shape, mine, floor))
+            ceiling = _ceiling(shape, mine, floor)
+            if ceiling:
+                notes.append(ceiling)
         for tool in TOOLS:
             for index, run in enumerate(mine[tool], 1):
                 if run.unfinished is not None:
@@ -492,7 +526,11 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -
             f"warm-up and {window_s:g} s measured, each record stamped with the producer's wall clock; a consumer "
             "on the target (from the remote ends, in the benchmark process) takes each record's latency as receive "
             "time minus its stamp, as in section 2; *the floor* is the same loads read on the source topics with no "
-            "replicator (what the producer, the source broker and the consumer cost). *Steady CPU* is the tool's "
+            "replicator (what the producer, the source broker and the consumer cost); its catch-up cells are Kafka's "
+            "replica fetcher copying the same backlog: a two-broker cluster with the lab's broker settings holds it "
+            "on broker 1 (made and filled as the source is), broker 2 is added as a replica of every partition in "
+            "one request and its logs are watched (as in section 1's replica-fetcher ceiling), so its *start* is "
+            "that request and it, too, makes every log it copies into. *Steady CPU* is the tool's "
             "CPU seconds over the measured "
             "window divided by its length (every process: for Strait topic-sync, data-mirror, Spark's JVM and "
             "Python workers); *steady RSS* their summed resident memory at its end. Last, the same rate on the 10 "
@@ -508,7 +546,20 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -
             + "; ".join(f"{s.partitions:,} partitions: {s.backlog:,} records" for s in shapes(options.quick)),
             "tools": "as in section 1 (same properties file, tasks.max = Strait's Spark tasks)",
         },
-        raw={"runs": [r.as_dict() for r in runs]},
+        raw={
+            "runs": [r.as_dict() for r in runs],
+            "replica_fetcher": [
+                {
+                    "partitions": f.shape.partitions,
+                    "first_byte_s": round(f.replica.first_s, 2),
+                    "copied_s": round(f.replica.copied_s, 2),
+                    "in_sync_s": round(f.replica.in_sync_s, 2),
+                    "records_per_s": round(f.replica.records_per_s),
+                }
+                for f in floors
+                if f.replica is not None
+            ],
+        },
         notes=notes,
     )
 
@@ -546,6 +597,30 @@ def _added(shape: Shape, by_tool: dict[str, list[ScaleRun]], floor: list[Floor])
             text += f", {busy[0]:,.0f} / {busy[1]:,.0f} ms on the 10 busy"
         parts.append(text)
     return f"{shape.partitions:,} partitions, latency over the floor: " + "; ".join(parts) + "."
+
+
+def _ceiling(shape: Shape, by_tool: dict[str, list[ScaleRun]], floor: list[Floor]) -> str | None:
+    """Each tool's catch-up as a share of Kafka's own copy of the backlog, and whether 2x MM2 fits under it."""
+    copies = [f.replica for f in floor if f.replica is not None]
+    if not copies:
+        return None
+    ceiling = median([c.records_per_s for c in copies])
+    text = (
+        f"{shape.partitions:,} partitions, catch-up ceiling: Kafka's replica fetcher copied the backlog at "
+        f"{ceiling:,.0f} records/s"
+    )
+    shares = [
+        f"{tool}'s median is {median([r.catchup_rate for r in runs]) / ceiling:.0%} of it"
+        for tool, runs in by_tool.items()
+        if runs
+    ]
+    if shares:
+        text += " (" + ", ".join(shares) + ")"
+    if by_tool.get(MM2):
+        twice = 2 * median([r.catchup_rate for r in by_tool[MM2]])
+        where = "under" if twice <= ceiling else "above"
+        text += f"; twice MM2's catch-up, {twice:,.0f} records/s, is {where} that ceiling"
+    return text + "."
 
 
 def _pair(loads: Sequence[Steady]) -> str:

@@ -1,9 +1,9 @@
 /*
- * Strait benchmark tooling: times Kafka's own replica fetcher copying a topic from one broker to another.
+ * Strait benchmark tooling: times Kafka's own replica fetcher copying topics from one broker to another.
  *
- * Usage: java -cp <kafka classpath>:<dir> ReplicaCatchUp <bootstrap> <topic> <leader> <follower> <timeoutMs>
- * Every partition of <topic> must have the single replica <leader>. The tool asks for <follower> as a second
- * replica of every partition (one AlterPartitionReassignments call) and polls both brokers' log sizes every
+ * Usage: java -cp <kafka classpath>:<dir> ReplicaCatchUp <bootstrap> <topics> <leader> <follower> <timeoutMs>
+ * <topics> is one topic or a comma-separated list; every partition of each must have the single replica <leader>.
+ * The tool asks for <follower> as a second replica of every partition (one AlterPartitionReassignments call) and polls both brokers' log sizes every
  * 20 ms (DescribeLogDirs): the last poll before the first byte on the follower, the moment its logs hold as many bytes as the
  * leader's (the copy, as the replica fetcher sends the stored batches unchanged), and then the moment it is
  * in every partition's ISR. Then it removes the replica again and waits until that reassignment is done, so
@@ -13,6 +13,7 @@
  */
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,26 +40,26 @@ public final class ReplicaCatchUp {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 5) {
-            System.err.println("usage: ReplicaCatchUp <bootstrap> <topic> <leader> <follower> <timeoutMs>");
+            System.err.println("usage: ReplicaCatchUp <bootstrap> <topics> <leader> <follower> <timeoutMs>");
             System.exit(2);
         }
-        String topic = args[1];
+        Set<String> topics = Set.of(args[1].split(","));
         int leader = Integer.parseInt(args[2]);
         int follower = Integer.parseInt(args[3]);
         long timeoutMillis = Long.parseLong(args[4]);
         Properties properties = new Properties();
         properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         try (Admin admin = Admin.create(properties)) {
-            int partitions = describe(admin, topic).partitions().size();
+            List<TopicPartition> partitions = partitionsOf(admin, topics);
             long started = System.nanoTime();
             long deadline = started + Duration.ofMillis(timeoutMillis).toNanos();
-            reassign(admin, topic, partitions, List.of(leader, follower));
+            reassign(admin, partitions, List.of(leader, follower));
             long lastEmpty = 0;  // the last poll that found nothing on the follower: the copy began after it
             long first = -1;
             long copied = -1;
             while (copied < 0 && System.nanoTime() < deadline) {
-                long leaderBytes = logBytes(admin, topic, leader);
-                long followerBytes = logBytes(admin, topic, follower);
+                long leaderBytes = logBytes(admin, topics, leader);
+                long followerBytes = logBytes(admin, topics, follower);
                 long now = (System.nanoTime() - started) / 1000;
                 if (followerBytes == 0) {
                     lastEmpty = now;
@@ -71,17 +72,17 @@ public final class ReplicaCatchUp {
                     Thread.sleep(POLL_MILLIS);
                 }
             }
-            if (copied < 0 || !waitFor(admin, topic, timeoutMillis, info -> inIsr(info, follower))) {
-                System.err.println("replica " + follower + " of " + topic + " not in sync after " + timeoutMillis + " ms");
+            if (copied < 0 || !waitFor(admin, topics, timeoutMillis, info -> inIsr(info, follower))) {
+                System.err.println("replica " + follower + " of " + topics + " not in sync after " + timeoutMillis + " ms");
                 System.exit(1);
             }
             long inSync = (System.nanoTime() - started) / 1000;
-            reassign(admin, topic, partitions, List.of(leader));
-            if (!waitFor(admin, topic, timeoutMillis, info -> info.replicas().size() == 1)) {
-                System.err.println("replica " + follower + " of " + topic + " not removed after " + timeoutMillis + " ms");
+            reassign(admin, partitions, List.of(leader));
+            if (!waitFor(admin, topics, timeoutMillis, info -> info.replicas().size() == 1)) {
+                System.err.println("replica " + follower + " of " + topics + " not removed after " + timeoutMillis + " ms");
                 System.exit(1);
             }
-            System.out.println("{\"partitions\":" + partitions + ",\"first_micros\":" + first
+            System.out.println("{\"partitions\":" + partitions.size() + ",\"first_micros\":" + first
                 + ",\"copied_micros\":" + copied + ",\"in_sync_micros\":" + inSync + "}");
         }
     }
@@ -90,17 +91,27 @@ public final class ReplicaCatchUp {
         boolean holds(TopicPartitionInfo info);
     }
 
-    private static TopicDescription describe(Admin admin, String topic) throws Exception {
-        return admin.describeTopics(Set.of(topic)).allTopicNames().get().get(topic);
+    private static Map<String, TopicDescription> describe(Admin admin, Set<String> topics) throws Exception {
+        return admin.describeTopics(topics).allTopicNames().get();
     }
 
-    /** Bytes of the topic's logs on one broker (0 before the broker has any). */
-    private static long logBytes(Admin admin, String topic, int broker) throws Exception {
+    private static List<TopicPartition> partitionsOf(Admin admin, Set<String> topics) throws Exception {
+        List<TopicPartition> partitions = new ArrayList<>();
+        for (TopicDescription description : describe(admin, topics).values()) {
+            for (TopicPartitionInfo info : description.partitions()) {
+                partitions.add(new TopicPartition(description.name(), info.partition()));
+            }
+        }
+        return partitions;
+    }
+
+    /** Bytes of the topics' logs on one broker (0 before the broker has any). */
+    private static long logBytes(Admin admin, Set<String> topics, int broker) throws Exception {
         long total = 0;
         Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(List.of(broker)).allDescriptions().get();
         for (LogDirDescription dir : dirs.getOrDefault(broker, Map.of()).values()) {
             for (Map.Entry<TopicPartition, ReplicaInfo> replica : dir.replicaInfos().entrySet()) {
-                if (replica.getKey().topic().equals(topic)) {
+                if (topics.contains(replica.getKey().topic())) {
                     total += replica.getValue().size();
                 }
             }
@@ -108,25 +119,28 @@ public final class ReplicaCatchUp {
         return total;
     }
 
-    private static void reassign(Admin admin, String topic, int partitions, List<Integer> replicas) throws Exception {
+    private static void reassign(Admin admin, List<TopicPartition> partitions, List<Integer> replicas)
+            throws Exception {
         Map<TopicPartition, Optional<NewPartitionReassignment>> plan = new HashMap<>();
-        for (int partition = 0; partition < partitions; partition++) {
-            plan.put(new TopicPartition(topic, partition), Optional.of(new NewPartitionReassignment(replicas)));
+        for (TopicPartition partition : partitions) {
+            plan.put(partition, Optional.of(new NewPartitionReassignment(replicas)));
         }
         admin.alterPartitionReassignments(plan).all().get();
     }
 
-    /** True once no reassignment of the topic is pending and every partition passes the check. */
-    private static boolean waitFor(Admin admin, String topic, long timeoutMillis, PartitionCheck check)
+    /** True once no reassignment of the topics is pending and every partition passes the check. */
+    private static boolean waitFor(Admin admin, Set<String> topics, long timeoutMillis, PartitionCheck check)
             throws Exception {
         long deadline = System.nanoTime() + Duration.ofMillis(timeoutMillis).toNanos();
         while (System.nanoTime() < deadline) {
             boolean done = true;
-            for (TopicPartitionInfo info : describe(admin, topic).partitions()) {
-                done &= check.holds(info);
+            for (TopicDescription description : describe(admin, topics).values()) {
+                for (TopicPartitionInfo info : description.partitions()) {
+                    done &= check.holds(info);
+                }
             }
             if (done && admin.listPartitionReassignments().reassignments().get().keySet().stream()
-                    .noneMatch(partition -> partition.topic().equals(topic))) {
+                    .noneMatch(partition -> topics.contains(partition.topic()))) {
                 return true;
             }
             Thread.sleep(POLL_MILLIS);

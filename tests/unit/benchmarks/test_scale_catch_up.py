@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from benchmarks import scale
+from benchmarks.latency import FLOOR
+from benchmarks.model import BenchOptions
+from benchmarks.replica_ceiling import ReplicaCopy
 from benchmarks.scale import Shape
 
 
@@ -42,3 +46,24 @@ def test_a_tool_that_stalls_short_of_the_backlog_yields_what_it_copied_by_the_de
     assert copied == 199
     assert first_s <= every_s <= last_s
     assert last_s >= 0.1
+
+
+def _run(tool: str, shape: Shape, seconds: float) -> scale.ScaleRun:
+    steady = scale.Steady([10.0, 20.0], late=0, cpu_cores=0.5, rss_mib=500)
+    return scale.ScaleRun(tool, shape, 5.0, 6.0, 5.0 + seconds, 800, steady, None)
+
+
+def test_the_floor_row_and_the_ceiling_note_put_both_tools_against_kafkas_own_copy() -> None:
+    shape = scale.shapes(quick=True)[0]  # 12 partitions, 12,000 records
+    runs = [_run("Strait", shape, 0.5), _run("MM2", shape, 1.0)]  # 24,000 and 12,000 records/s
+    copy = ReplicaCopy("12", shape.backlog, shape.backlog * 1024, first_s=2.0, copied_s=2.4, in_sync_s=3.0)
+    floor = scale.Floor(shape, scale.Steady([5.0], 0, 0.0, 0.0), None, copy)  # 30,000 records/s
+    options = BenchOptions(Path("/unused"), quick=True, repeats=1)
+    section = scale._section(options, runs, [floor])
+    floor_row = next(row for row in section.rows if row[1] == FLOOR)
+    assert floor_row[2:4] == ["30,000", "2.0"]
+    note = next(text for text in section.notes if "catch-up ceiling" in text)
+    assert "Strait's median is 80% of it" in note
+    assert "MM2's median is 40% of it" in note
+    assert "twice MM2's catch-up, 24,000 records/s, is under that ceiling" in note
+    assert section.raw["replica_fetcher"][0]["records_per_s"] == 30_000
