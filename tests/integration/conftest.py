@@ -26,6 +26,8 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 LONGEST_FIRST = (
     "test_faults_network_outage.py",
     "test_faults_network.py",
+    "test_faults_network_bandwidth.py",
+    "test_broker_defaults.py",
     "test_faults_brokers.py",
     "test_data_mirror_crash.py",
     "test_faults_topics.py",

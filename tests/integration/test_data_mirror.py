@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import psutil
@@ -14,50 +13,16 @@ from shared.localspark import SparkStandaloneCluster
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import OffsetSync
 from shared.records.offset_sync import SyncSegment
-from tests.support.kafka_io import Rec, consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
+from tests.support.fidelity import HEADERS, assert_identical, by_partition, fill_varied
+from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
 
-HEADERS = [("trace", b"\x00\xff\x10"), ("dup", b"1"), ("dup", b"2"), ("empty", None)]
-
 
 def _config(tmp_path: Path, a: KafkaCluster, b: KafkaCluster, topics: str, **flow: str) -> Path:
     return write_mm2_config(tmp_path / "mm2.properties", {"A": a, "B": b}, {"A->B": {"topics": topics, **flow}})
-
-
-def _by_partition(records: list[Rec]) -> dict[int, list[Rec]]:
-    out: dict[int, list[Rec]] = defaultdict(list)
-    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-        out[record.partition].append(record)
-    return out
-
-
-def _fill(a: KafkaCluster, topic: str, partitions: int, per_partition: int, start_ts: int) -> None:
-    props = a.client_properties()
-    for p in range(partitions):
-        batch: list[tuple[bytes | None, bytes | None]] = []
-        for i in range(per_partition):
-            key = None if i % 7 == 0 else f"k{p}-{i}".encode()
-            value = None if i % 11 == 0 else bytes([i % 256, 0, 255]) + f"v{p}-{i}".encode()
-            batch.append((key, value))
-        produce(props, topic, batch, partition=p, headers=HEADERS, timestamp_ms=start_ts + p)
-
-
-def _assert_identical(source: list[Rec], target: list[Rec]) -> None:
-    src, dst = _by_partition(source), _by_partition(target)
-    assert src.keys() == dst.keys()
-    for partition, records in src.items():
-        mirrored = dst[partition]
-        assert len(mirrored) == len(records), f"partition {partition}: {len(mirrored)} != {len(records)}"
-        for original, copy in zip(records, mirrored, strict=True):
-            assert (copy.key, copy.value, copy.headers, copy.timestamp_ms) == (
-                original.key,
-                original.value,
-                original.headers,
-                original.timestamp_ms,
-            )
 
 
 def test_records_arrive_byte_identical_with_exact_offset_syncs(
@@ -67,14 +32,14 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
     for topic in topics:
         make_topic(cluster_a.client_properties(), topic, partitions=4)
         make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=4)
-        _fill(cluster_a, topic, partitions=4, per_partition=25_000, start_ts=int(time.time() * 1000) - 3_600_000)
+        fill_varied(cluster_a, topic, partitions=4, per_partition=25_000, start_ts=int(time.time() * 1000) - 3_600_000)
     config = _config(tmp_path, cluster_a, cluster_b, f"dm-{unique}-.*")
     with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "500"}) as mirror:
         mirror.wait_for_log("driver_ready")
         for topic in topics:
             target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=100_000, timeout_s=240)
             source = consume_all(cluster_a.client_properties(), topic, expected=100_000, timeout_s=120)
-            _assert_identical(source, target)
+            assert_identical(source, target)
         code = mirror.stop()
     assert code == 0, mirror.tail()
     assert_nothing_lost(config, "A->B", f"dm-{unique}-.*", records=200_000, exactly_once=True)
@@ -132,12 +97,12 @@ def test_oversized_record_stops_its_partition_only(
         assert (refused["topic"], refused["partition"], refused["offset"]) == (topic, 0, 100)
         assert "max.message.bytes=20000" in refused["reason"]
         got = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=300, timeout_s=15)
-        by_partition = _by_partition(got)
-        assert [r.value for r in by_partition[1]] == [f"other-{i}".encode() for i in range(200)]
-        assert [r.value for r in by_partition[0]] == [f"small-{i}".encode() for i in range(100)]
+        per_partition = by_partition(got)
+        assert [r.value for r in per_partition[1]] == [f"other-{i}".encode() for i in range(200)]
+        assert [r.value for r in per_partition[0]] == [f"small-{i}".encode() for i in range(100)]
         produce(source, topic, [(None, f"more-{i}".encode()) for i in range(20)], partition=1)
         more = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=320, timeout_s=60)
-        assert len(_by_partition(more)[1]) == 220, "the other partition kept flowing"
+        assert len(by_partition(more)[1]) == 220, "the other partition kept flowing"
         status = _latest_status(cluster_b, "data-mirror")
         assert status.state == "degraded"
         assert status.details["blocked"][0]["offset"] == 100

@@ -1,4 +1,5 @@
-"""The soak's two 3-broker clusters, its source topics and the MM2 config every service reads."""
+"""The soak's two 3-broker clusters (behind a fault proxy when the run injects network faults), its source topics
+and the MM2 configs: the services' (through the proxy, when there is one) and the direct one the checks read."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 from shared.kafka.factories import confluent_admin
 from shared.kafka.topics import create_topic
 from shared.localkafka import KafkaCluster
+from shared.localkafka.cluster import ClusterAddress
+from shared.localkafka.fault_proxy import FaultProxy
 from tests.support.mm2_config import write_mm2_config
 
 SOURCE, TARGET = "A", "B"
@@ -32,10 +35,13 @@ def remote_name(topic: str) -> str:
     return f"{SOURCE}.{topic}"
 
 
-def start_clusters(workdir: Path) -> tuple[KafkaCluster, KafkaCluster]:
-    """Start A and B (3 brokers each) from the calling thread, which must outlive them (the main thread)."""
-    source = KafkaCluster(SOURCE, brokers=BROKERS, workdir=workdir / "A", broker_overrides=BROKER_OVERRIDES)
-    target = KafkaCluster(TARGET, brokers=BROKERS, workdir=workdir / "B", broker_overrides=BROKER_OVERRIDES)
+def start_clusters(workdir: Path, proxy: FaultProxy | None = None) -> tuple[KafkaCluster, KafkaCluster]:
+    """Start A and B (3 brokers each) from the calling thread, which must outlive them (the main thread); with
+    `proxy`, each broker also listens behind it (`via_proxy`), for clients whose network faults the run controls."""
+    source, target = (
+        KafkaCluster(name, brokers=BROKERS, workdir=workdir / name, broker_overrides=BROKER_OVERRIDES, proxy=proxy)
+        for name in (SOURCE, TARGET)
+    )
     try:
         source.launch()
         target.launch()
@@ -55,8 +61,9 @@ def create_source_topics(cluster: KafkaCluster, topics: list[str], partitions: i
         create_topic(admin, topic, partitions=partitions, replication_factor=BROKERS, timeout_s=60)
 
 
-def write_config(path: Path, source: KafkaCluster, target: KafkaCluster) -> Path:
-    """The flow A->B for the soak topics and group, internal topics with three replicas, Spark on two threads."""
+def write_config(path: Path, source: KafkaCluster, target: KafkaCluster, *, through_proxy: bool = False) -> Path:
+    """The flow A->B for the soak topics and group, internal topics with three replicas, Spark on two threads;
+    `through_proxy`: every address is the fault proxy's (the services' config when network faults are on)."""
     flow = {
         "topics": "soak-.*",
         "groups": GROUP,
@@ -67,6 +74,9 @@ def write_config(path: Path, source: KafkaCluster, target: KafkaCluster) -> Path
         **THREE_REPLICAS,
         "emit.heartbeats.interval.seconds": "1",
         "spark.master": "local[2]",
-        "spark.driver.memory": "1g",
+        "spark.driver.memory": "512m",
     }
-    return write_mm2_config(path, {SOURCE: source, TARGET: target}, {f"{SOURCE}->{TARGET}": flow}, extra=extra)
+    clusters: dict[str, ClusterAddress] = {SOURCE: source, TARGET: target}
+    if through_proxy:
+        clusters = {SOURCE: source.via_proxy(), TARGET: target.via_proxy()}
+    return write_mm2_config(path, clusters, {f"{SOURCE}->{TARGET}": flow}, extra=extra)

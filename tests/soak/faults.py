@@ -1,4 +1,5 @@
-"""Random faults from a seeded generator: broker kill -9 or clean restart, broker pause, service kill -9."""
+"""Random faults from a seeded generator: broker kill -9 or clean restart, broker pause, service kill -9, and (when
+the services reach the brokers through the fault proxy) connection resets, latency spikes and black holes."""
 
 from __future__ import annotations
 
@@ -12,25 +13,43 @@ from tests.soak.fleet import Fleet
 
 # kind -> weight: service kills and broker restarts most often, a frozen broker now and then.
 KINDS = {"broker-kill": 3, "broker-restart": 2, "broker-pause": 1, "service-kill": 4}
+# Between the services and one cluster, as a WAN link misbehaves: each on for a while, then healed.
+NETWORK_KINDS = {"net-resets": 2, "net-latency": 2, "net-black-hole": 1}
 PAUSE_S = (5.0, 15.0)
+RESETS_S = (10.0, 30.0)  # connections reset every RESET_EVERY_S for this long
+RESET_EVERY_S = 2.0
+LATENCY_MS = (150, 500)  # round trip added
+LATENCY_S = (10.0, 40.0)
+DARK_S = (15.0, 60.0)  # nothing answers: past the clients' 30 s request timeout at the long end
 READY_TIMEOUT_S = 180
 
 
 class FaultInjector:
     """Injects one random fault at a time; must run on the thread that started the clusters (the main thread)."""
 
-    def __init__(self, rng: random.Random, clusters: list[KafkaCluster], fleet: Fleet, events: EventLog) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        clusters: list[KafkaCluster],
+        fleet: Fleet,
+        events: EventLog,
+        *,
+        network: bool = False,
+    ) -> None:
         self._rng = rng
         self._clusters = clusters
         self._fleet = fleet
         self._events = events
+        self._kinds = {**KINDS, **NETWORK_KINDS} if network else dict(KINDS)
 
     def inject(self) -> None:
         """Pick a fault kind and a victim, do it, and log it with how long it took."""
-        kind = self._rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        kind = self._rng.choices(list(self._kinds), weights=list(self._kinds.values()))[0]
         at_s = self._events.elapsed_s()
         started = time.monotonic()
-        if kind == "service-kill":
+        if kind in NETWORK_KINDS:
+            detail = self._network(kind, self._rng.choice(self._clusters))
+        elif kind == "service-kill":
             name = self._rng.choice(self._fleet.names())
             self._fleet.kill_and_restart(name)
             detail = f"kill -9 {name}, new instance started"
@@ -47,6 +66,29 @@ class FaultInjector:
                 detail = f"{'kill -9' if hard else 'SIGTERM'} {broker} and restart"
                 self._restart(cluster, index, hard)
         self._events.record(kind, detail, time.monotonic() - started, at_s=at_s)
+
+    def _network(self, kind: str, cluster: KafkaCluster) -> str:
+        """One network fault between the services and `cluster`, on for a random while, then healed."""
+        path = cluster.network
+        if kind == "net-resets":
+            seconds = round(self._rng.uniform(*RESETS_S), 1)
+            with path.resets_every(RESET_EVERY_S):
+                time.sleep(seconds)
+            return f"connections to {cluster.name} reset every {RESET_EVERY_S:g}s for {seconds}s"
+        if kind == "net-latency":
+            round_trip_ms = self._rng.randrange(*LATENCY_MS)
+            seconds = round(self._rng.uniform(*LATENCY_S), 1)
+            path.latency(round_trip_ms)
+            detail = f"{round_trip_ms} ms added to every round trip to {cluster.name} for {seconds}s"
+        else:
+            seconds = round(self._rng.uniform(*DARK_S), 1)
+            path.black_hole()
+            detail = f"black hole to {cluster.name} (nothing answers, nothing closes) for {seconds}s"
+        try:
+            time.sleep(seconds)
+        finally:
+            path.heal()
+        return detail
 
     def _restart(self, cluster: KafkaCluster, index: int, hard: bool) -> None:
         try:

@@ -25,7 +25,8 @@ def render(result: SoakResult) -> str:
         f"- date: {result.started_at.strftime('%Y-%m-%d %H:%M UTC')}",
         f"- traffic: {result.traffic_s / 60:.1f} min at {opts.rate} records/s (asked: {opts.minutes:g} min); "
         f"whole run with setup and verification {result.total_s / 60:.1f} min",
-        f"- seed: {opts.seed}; faults every {opts.fault_gap_s[0]:g}-{opts.fault_gap_s[1]:g} s",
+        f"- seed: {opts.seed}; faults every {opts.fault_gap_s[0]:g}-{opts.fault_gap_s[1]:g} s"
+        + ("; the services reach the brokers through a fault proxy (network faults on)" if opts.network_faults else ""),
         f"- command: `{opts.command()}`",
         f"- clusters: {SOURCE} and {TARGET}, {BROKERS} KRaft brokers each, min.insync.replicas=2; "
         f"{opts.topics} topics x {opts.partitions} partitions, replication factor {BROKERS}, internal topics "

@@ -15,6 +15,7 @@ from shared.config import load_mm2_config
 from shared.control import read_statuses
 from shared.kafka.factories import confluent_admin
 from shared.localkafka import KafkaCluster
+from shared.localkafka.fault_proxy import FaultProxy
 from shared.verify.flow_check import VerifyScope, verify_flow
 from tests.soak import markdown
 from tests.soak.catchup import wait_caught_up
@@ -52,6 +53,7 @@ class Soak:
         self.events = EventLog()
         self.result = SoakResult(options, datetime.now(UTC), log_dir=self.workdir)
         self.clusters: list[KafkaCluster] = []
+        self.proxy: FaultProxy | None = None
         self.fleet: Fleet | None = None
         self.producer: SteadyProducer | None = None
         self.consumer: GroupConsumer | None = None
@@ -72,14 +74,18 @@ class Soak:
         return self.result
 
     def _setup(self) -> None:
-        source, target = start_clusters(self.workdir)
+        if self.options.network_faults:
+            self.proxy = FaultProxy(self.workdir / "toxiproxy").start()
+        source, target = start_clusters(self.workdir, self.proxy)
         self.clusters = [source, target]
         self.events.record("setup", f"clusters A ({source.bootstrap_servers}) and B ({target.bootstrap_servers}) up")
         create_source_topics(source, self.topics, self.options.partitions)
-        config = self.config = write_config(self.workdir / "mm2.properties", source, target)
+        # The checks read both clusters directly; the services go through the fault proxy when there is one.
+        self.config = write_config(self.workdir / "direct.properties", source, target)
+        services = write_config(self.workdir / "mm2.properties", source, target, through_proxy=self.proxy is not None)
         log_dir = self.workdir / "logs"
         log_dir.mkdir()
-        self.fleet = Fleet(config, log_dir, self.events)
+        self.fleet = Fleet(services, log_dir, self.events)
         self.result.services = self.fleet.names()
         self.fleet.start_all(after_topic_sync=lambda: _wait_for_topics(target, [remote_name(t) for t in self.topics]))
         self.events.record("setup", f"services ready: {', '.join(self.fleet.names())}")
@@ -100,7 +106,7 @@ class Soak:
         traffic_s = self.options.minutes * 60
         consumer_stop_s = traffic_s - min(30.0, traffic_s / 10)
         rng = random.Random(self.options.seed)
-        injector = FaultInjector(rng, self.clusters, self.fleet, self.events)
+        injector = FaultInjector(rng, self.clusters, self.fleet, self.events, network=self.proxy is not None)
         next_fault_s = rng.uniform(*self.options.fault_gap_s)
         next_progress_s = float(PROGRESS_EVERY_S)
         consumer_running = True
@@ -201,6 +207,8 @@ class Soak:
                 self.fleet.kill_all()
             for cluster in self.clusters:
                 cluster.stop()
+            if self.proxy is not None:
+                self.proxy.stop()
             if self.result.passed and not self.options.keep_logs:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             else:

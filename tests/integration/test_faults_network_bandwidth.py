@@ -1,0 +1,41 @@
+"""A link to the source narrower than what is written to it, then widened: the copy falls behind while the link is
+capped and catches up once it is lifted, losing nothing (a WAN link shared with other traffic, or a cloud egress
+limit, as users meet them). On the fault proxy and broker-default clusters of the network-fault tests
+(tests/support/network_faults.py); each test ends with `strait verify` over every record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.localkafka import KafkaCluster
+from tests.support.network_faults import BACKLOG, PARTITIONS, copy_through, proxied, wait_copied, write
+from tests.support.verify_oracle import assert_nothing_lost, verify
+
+pytestmark = pytest.mark.slow
+__all__ = ["proxied"]  # the clusters' fixture, for pytest
+CAP_KIB_S = 128  # per connection, broker -> data-mirror: what the source's fetch answers may bring
+CAPPED = 5_000  # per partition, written while the cap is on: ~4.4 MB in all, over 30 s at the cap
+
+
+@pytest.mark.parametrize("mode", ["batches", "exactly-once"])
+def test_a_source_link_capped_below_the_write_rate_falls_behind_then_drains_once_lifted(
+    proxied: tuple[KafkaCluster, KafkaCluster], mode: str, tmp_path: Path, unique: str
+) -> None:
+    source, target = proxied
+    total = PARTITIONS * (BACKLOG + CAPPED)
+    direct, topic, mirror = copy_through(source, target, mode, tmp_path, unique, "capped")
+    with mirror:
+        wait_copied(direct, topic, PARTITIONS * BACKLOG, mirror, timeout_s=240)
+        source.network.bandwidth(CAP_KIB_S)
+        try:
+            write(source, topic, BACKLOG, CAPPED)  # direct to the source: written at full speed
+            behind = verify(direct, "NA->NB", topic).totals.verified
+            # What was written in a second or two needs more than 30 s through the capped link.
+            assert behind < total, "the copy kept up through a link narrower than what was written"
+        finally:
+            source.network.heal()
+        wait_copied(direct, topic, total, mirror, timeout_s=300)
+        assert mirror.stop() == 0, mirror.tail()
+    assert_nothing_lost(direct, "NA->NB", topic, records=total, exactly_once=mode == "exactly-once")
