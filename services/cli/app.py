@@ -4,26 +4,42 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from services.cli import demo, failover, migrate, status, translate, verify
+from services.cli import demo, failover, migrate, status, strimzi, translate, verify
+from services.cli.console import stdout_console
+from services.cli.errors import EXIT_CONFIG, CliError, fail, one_line_errors
+from services.cli.options import CONFIG_ENV
 from shared.config import MirrorMakerConfig, load_mm2_config
+from shared.config.properties import duplicate_keys, read_properties_text
 from shared.errors import ConfigError
 from shared.observability import configure_logging
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Operate Strait replication flows.")
+app = typer.Typer(no_args_is_help=True, help="Operate Strait replication flows.")
 err = Console(stderr=True)
-out = Console()
+out = stdout_console()
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"strait {version('strait')}")
+        raise typer.Exit()
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
     """Operate Strait replication flows."""
     # Library warnings (e.g. a skipped malformed status record) go to stderr: stdout is the command's output.
     configure_logging("strait-cli", level="WARNING", stream=sys.stderr)
@@ -31,19 +47,24 @@ def _root() -> None:
 
 @app.command("validate-config")
 def validate_config(
-    path: Annotated[Path, typer.Argument(help="MM2-format properties file")],
+    path: Annotated[Path, typer.Argument(envvar=CONFIG_ENV, help="MM2-format properties file")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Check a config file the way every service will read it; exit 2 with one line if it is wrong."""
     try:
         config = load_mm2_config(path)
     except ConfigError as exc:
+        if as_json:
+            fail(f"{path}: {exc}", EXIT_CONFIG, as_json=True)
         # The message quotes the user's keys and values: never read them as rich markup or emoji codes.
         err.print(f"[red]invalid[/red] {escape(f'{path}: {exc}')}", highlight=False, soft_wrap=True, emoji=False)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_CONFIG) from None
     summary = config_summary(config)
+    # Java's Properties (and so MM2) keep the last of a key set twice: valid, but rarely meant.
+    summary["duplicate_keys"] = duplicate_keys(read_properties_text(str(path)), source=str(path))
     flows: list[dict[str, Any]] = summary["flows"]
     ignored: list[str] = summary["ignored_keys"]
+    duplicates: dict[str, list[int]] = summary["duplicate_keys"]
     if as_json:
         print(json.dumps(summary, indent=2))
         return
@@ -62,7 +83,37 @@ def validate_config(
         )
     out.print(table)
     if ignored:
-        out.print(f"keys accepted but not used by Strait: {', '.join(ignored)}")
+        out.print(f"keys accepted but not used by Strait: {', '.join(ignored)}", markup=False)
+    if duplicates:
+        where = "; ".join(f"{key} (lines {', '.join(map(str, lines))})" for key, lines in duplicates.items())
+        out.print(f"keys set more than once (the last one wins, as in MM2): {where}", markup=False)
+
+
+@app.command("convert-strimzi")
+def convert_strimzi(
+    path: Annotated[Path, typer.Argument(help="a YAML file holding a KafkaMirrorMaker2 resource (v1beta2)")],
+    out_path: Annotated[Path | None, typer.Option("--out", help="write the properties here (default: stdout)")] = None,
+    secrets_dir: Annotated[
+        str, typer.Option("--secrets-dir", help="where the pods mount each Secret, one directory per Secret")
+    ] = strimzi.SECRETS_DIR,
+) -> None:
+    """Turn a Strimzi KafkaMirrorMaker2 resource into the MM2 properties file Strait reads; what has no Strait
+    equivalent is listed on stderr (and in the file's header)."""
+    with one_line_errors():
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise CliError(f"cannot read {path}: {exc.strerror}", EXIT_CONFIG) from exc
+        try:
+            conversion = strimzi.convert(text, secrets_dir)
+        except yaml.YAMLError as exc:
+            raise CliError(f"{path} is not YAML: {' '.join(str(exc).split())}", EXIT_CONFIG) from exc
+        if out_path is None:
+            print(conversion.text(), end="")
+        else:
+            out_path.write_text(conversion.text())
+        for item in conversion.not_converted:
+            err.print(f"not converted: {item}", markup=False, highlight=False, soft_wrap=True)
 
 
 def config_summary(config: MirrorMakerConfig) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""How a `strait` command fails: one line on stderr and a non-zero exit code."""
+"""How a `strait` command fails: one line on stderr (a JSON object under --json) and a non-zero exit code."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from shared.errors import ConfigError, StraitError
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
+EXIT_UNHEALTHY = 3  # `strait status`: the answer was read, and a flow is not healthy
 
 _err = Console(stderr=True)
 
@@ -28,25 +30,32 @@ class CliError(Exception):
         self.code = code
 
 
-def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    """Print `error: message` on one line and exit with `code`."""
-    _err.print(f"[red]error:[/red] {' '.join(message.split())}", highlight=False, soft_wrap=True)
+def fail(message: str, code: int = EXIT_FAILED, *, as_json: bool = False) -> NoReturn:
+    """Print `error: message` on one line (`{"error": ..., "exit_code": ...}` when `as_json`) and exit with `code`."""
+    text = " ".join(message.split())
+    if as_json:
+        print(json.dumps({"error": text, "exit_code": code}), file=sys.stderr, flush=True)
+    else:
+        # The message quotes the user's keys and values: never read them as rich markup or emoji codes.
+        _err.print("[red]error:[/red] ", end="", highlight=False)
+        _err.print(text, markup=False, highlight=False, soft_wrap=True, emoji=False)
     raise typer.Exit(code)
 
 
 @contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn CliError, ConfigError (exit 2) and other StraitErrors (exit 1) into one line and an exit code."""
+def one_line_errors(as_json: bool = False) -> Iterator[None]:
+    """Turn CliError, ConfigError (exit 2) and other StraitErrors (exit 1) into one line and an exit code; under
+    --json (`as_json`) the line is a JSON object, so a script reading the command's output can parse its errors."""
     try:
         yield
     except CliError as exc:
-        fail(exc.message, exc.code)
+        fail(exc.message, exc.code, as_json=as_json)
     except ConfigError as exc:
-        fail(str(exc), EXIT_CONFIG)
+        fail(str(exc), EXIT_CONFIG, as_json=as_json)
     except StraitError as exc:
-        fail(str(exc), EXIT_FAILED)
+        fail(str(exc), EXIT_FAILED, as_json=as_json)
     except TimeoutError as exc:
-        fail(f"timed out: {exc}", EXIT_FAILED)
+        fail(f"timed out: {exc}", EXIT_FAILED, as_json=as_json)
 
 
 @contextmanager

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from services.cli.console import stdout_console
 from services.cli.errors import one_line_errors
-from services.cli.options import GroupOption, JsonOption, SourceOption, TargetOption, TokenOption
+from services.cli.options import TRANSLATOR_ENV, GroupOption, JsonOption, SourceOption, TargetOption, TokenOption
 from services.cli.translator_client import TranslatorClient
 
 
@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
         group: GroupOption,
         source: SourceOption,
         target: TargetOption,
-        translator: Annotated[str, typer.Option("--translator", help="offset translator URL")],
+        translator: Annotated[str, typer.Option("--translator", envvar=TRANSLATOR_ENV, help="offset translator URL")],
         token: TokenOption = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="show what would be written")] = False,
         allow_rewind: Annotated[
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Write GROUP's translated offsets into the group on the target; refused while it has members there."""
-        with one_line_errors():
+        with one_line_errors(as_json):
             client = TranslatorClient(translator, token=token)
             try:
                 body = {"group": group, "dry_run": dry_run, "allow_rewind": allow_rewind}
@@ -68,4 +68,4 @@ def register(app: typer.Typer) -> None:
             if as_json:
                 print(json.dumps(result, indent=2))
             else:
-                Console().print(render_failover(result))
+                stdout_console().print(render_failover(result))

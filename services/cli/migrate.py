@@ -7,16 +7,19 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from services.cli.console import stdout_console
 from services.cli.errors import CliError, one_line_errors
 from services.cli.migration.plan import Direction
 from services.cli.migration.run import MigrationOptions, migrate, outcome_as_json
+from services.cli.options import CONFIG_ENV
 from shared.config import load_mm2_config
 from shared.leader_service import selected_flows
 
-ConfigArg = Annotated[str, typer.Option("--config", help="MM2-format properties file (the one MM2 ran with)")]
+ConfigArg = Annotated[
+    str, typer.Option("--config", envvar=CONFIG_ENV, help="MM2-format properties file (the one MM2 ran with)")
+]
 FlowsOption = Annotated[str, typer.Option("--flows", help="comma list of flows (default: every enabled flow)")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="print the per-partition plan; write nothing")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
@@ -66,7 +69,7 @@ def _run(
     mm2_group: str | None,
     mm2_offsets_topic: str | None,
 ) -> None:
-    with one_line_errors():
+    with one_line_errors(as_json):
         chosen = list(selected_flows(load_mm2_config(config), flows))
         options = MigrationOptions(direction, dry_run, settle_s, mm2_group, mm2_offsets_topic)
         outcomes = migrate(chosen, options)
@@ -74,7 +77,7 @@ def _run(
         if as_json:
             print(json.dumps(results, indent=2))
         else:
-            console = Console()
+            console = stdout_console()
             for result in results:
                 console.print(render(result))
                 for problem in result["problems"]:

@@ -7,9 +7,12 @@ from typing import Annotated
 
 import typer
 
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="MM2-format properties file")]
+CONFIG_ENV = "STRAIT_CONFIG"  # the cli image sets it, as the services' images do
+TRANSLATOR_ENV = "STRAIT_TRANSLATOR_URL"
+ConfigOption = Annotated[Path | None, typer.Option("--config", envvar=CONFIG_ENV, help="MM2-format properties file")]
 TranslatorOption = Annotated[
-    str | None, typer.Option("--translator", help="offset translator URL, e.g. http://127.0.0.1:8080")
+    str | None,
+    typer.Option("--translator", envvar=TRANSLATOR_ENV, help="offset translator URL, e.g. http://127.0.0.1:8080"),
 ]
 TokenOption = Annotated[
     str | None, typer.Option("--token", envvar="STRAIT_TRANSLATOR_TOKEN", help="the translator's bearer token")

@@ -9,12 +9,13 @@ from functools import partial
 from typing import Annotated
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from services.cli.errors import CliError, one_line_errors, quiet_client_logs, require
+from services.cli.console import stdout_console
+from services.cli.errors import EXIT_UNHEALTHY, CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import ConfigOption, JsonOption, TokenOption, TranslatorOption
 from services.cli.translator_client import TranslatorClient
 from shared.config import FlowConfig, MirrorMakerConfig, load_mm2_config
@@ -36,6 +37,7 @@ _STATE_STYLE = {
     "unknown": "dim",
 }
 
+HEALTHY_STATES = ("running", "starting")
 Fetch = Callable[[], list[FlowStatus]]
 
 
@@ -146,6 +148,11 @@ def render_flow(status: FlowStatus) -> RenderableType:
     return Group(*parts)
 
 
+def healthy(status: FlowStatus) -> bool:
+    """Running or starting, with no partition stalled: what `strait status` exits 0 for."""
+    return status.state in HEALTHY_STATES and not status.stalled_partitions
+
+
 def render(statuses: list[FlowStatus]) -> RenderableType:
     """Every flow's table."""
     return Group(*(render_flow(status) for status in statuses))
@@ -167,8 +174,11 @@ def register(app: typer.Typer) -> None:
         timeout_s: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds per cluster read")] = 10.0,
         as_json: JsonOption = False,
     ) -> None:
-        """Replication status per flow, read from strait.status.internal on each target (or from --translator)."""
-        with one_line_errors():
+        """Replication status per flow, read from strait.status.internal on each target (or from --translator).
+
+        Exit 0 when every flow is running (or starting) with no stalled partition, 3 when one is not (the status is
+        printed either way), 1 when it could not be read, 2 on a usage or config error."""
+        with one_line_errors(as_json):
             fetch: Fetch
             if translator is None:
                 require(config, "give --config FILE (or --translator URL)")
@@ -178,20 +188,23 @@ def register(app: typer.Typer) -> None:
             else:
                 fetch = partial(statuses_from_translator, TranslatorClient(translator, token=token), flows)
 
+            if watch:
+                _watch(fetch, interval_s, refreshes)
+                return
+            statuses = fetch()
             if as_json:
-                print(json.dumps({"flows": [s.model_dump(mode="json") for s in fetch()]}, indent=2))
-                return
-            if not watch:
-                Console().print(render(fetch()))
-                return
-            _watch(fetch, interval_s, refreshes)
+                print(json.dumps({"flows": [s.model_dump(mode="json") for s in statuses]}, indent=2))
+            else:
+                stdout_console().print(render(statuses))
+        if any(not healthy(s) for s in statuses):
+            raise typer.Exit(EXIT_UNHEALTHY)
 
 
 def _watch(fetch: Fetch, interval_s: float, refreshes: int) -> None:
     """Redraw in place every `interval_s` until Ctrl-C or `refreshes` redraws."""
     done = 0
     try:
-        with Live(render(fetch()), refresh_per_second=4, console=Console()) as live:
+        with Live(render(fetch()), refresh_per_second=4, console=stdout_console()) as live:
             done = 1
             while refreshes == 0 or done < refreshes:
                 time.sleep(interval_s)

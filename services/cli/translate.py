@@ -7,9 +7,9 @@ from typing import Any
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from services.cli.console import stdout_console
 from services.cli.errors import CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import (
     ConfigOption,
@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Where GROUP resumes on the target: RemoteClusterUtils.translateOffsets over the checkpoints topic."""
-        with one_line_errors():
+        with one_line_errors(as_json):
             if translator is not None:
                 client = TranslatorClient(translator, token=token)
                 try:
@@ -118,4 +118,4 @@ def register(app: typer.Typer) -> None:
             if as_json:
                 print(json.dumps(result, indent=2))
             else:
-                Console().print(render_offsets(result))
+                stdout_console().print(render_offsets(result))

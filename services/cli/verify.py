@@ -11,10 +11,11 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from services.cli.console import stdout_console
 from services.cli.errors import CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import ConfigOption, JsonOption
 from services.cli.status import chosen_flows
@@ -143,7 +144,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Compare every source partition with its remote copy record by record; exit 3 if any was lost."""
-        with one_line_errors():
+        with one_line_errors(as_json):
             require(config, "give --config FILE")
             assert config is not None
             scope = VerifyScope(
@@ -166,6 +167,6 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(json.dumps({"flows": [result.as_json() for result in results]}, indent=2))
         else:
-            Console().print(Group(*(render(result) for result in results)))
+            stdout_console().print(Group(*(render(result) for result in results)))
         if any(result.totals.lost for result in results):
             raise typer.Exit(EXIT_LOST)

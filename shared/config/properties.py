@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 from shared.errors import ConfigError
 
@@ -29,7 +30,19 @@ MAX_LINE_CHARS = 1024 * 1024
 
 def parse_properties(text: str, *, source: str = "<string>") -> dict[str, str]:
     """Parse properties `text` into an ordered dict; `source` names the text in error messages."""
-    result: dict[str, str] = {}
+    return {key: value for _, key, value in _entries(text, source)}
+
+
+def duplicate_keys(text: str, *, source: str = "<string>") -> dict[str, list[int]]:
+    """Keys set more than once, with the line of each setting (the last one wins, as in Java and MM2)."""
+    lines: dict[str, list[int]] = {}
+    for line_number, key, _ in _entries(text, source):
+        lines.setdefault(key, []).append(line_number)
+    return {key: numbers for key, numbers in lines.items() if len(numbers) > 1}
+
+
+def _entries(text: str, source: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, key, value) of every setting, in file order."""
     for line_number, logical in _logical_lines(text):
         where = f"{source}:{line_number}"
         if len(logical) > MAX_LINE_CHARS:
@@ -40,8 +53,7 @@ def parse_properties(text: str, *, source: str = "<string>") -> dict[str, str]:
             logical[value_start:], f"{where}: malformed \\uXXXX escape in the value of {key!r}"
         )
         trimmed = value.rstrip(_WHITESPACE)
-        result[key] = value[: max(len(trimmed), protected)]
-    return result
+        yield line_number, key, value[: max(len(trimmed), protected)]
 
 
 def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -51,6 +63,11 @@ def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
     it is not valid UTF-8.
     """
     name = os.fspath(path)
+    return parse_properties(read_properties_text(name), source=name)
+
+
+def read_properties_text(name: str) -> str:
+    """The file's text, as `load_properties_file` reads it (bounded, no binary data, UTF-8 else ISO-8859-1)."""
     try:
         with open(name, "rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)  # bounded: the path may be /dev/zero or a huge file
@@ -69,7 +86,7 @@ def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = raw.decode("iso-8859-1")
-    return parse_properties(text.removeprefix("\ufeff"), source=name)
+    return text.removeprefix("\ufeff")
 
 
 def _too_long(where: str, line: str) -> ConfigError:

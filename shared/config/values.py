@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from shared.config.redaction import REDACTED, describe, is_sensitive_key, shown_value
 from shared.errors import ConfigError
+from shared.filters.java_regex import JavaRegexError, compile_java
 
 LONG_MAX = 2**63 - 1
 LONG_MIN = -(2**63)
@@ -94,10 +95,11 @@ def parse_regex_list(key: str, value: str) -> tuple[str, ...]:
 
 
 def _regex_problem(pattern: str) -> str | None:
-    """Why `pattern` does not compile, or None. Also catches what `re` raises for patterns of hostile size."""
+    """Why `pattern` does not compile as a Java pattern read in Python, or None. Also catches what `re` raises
+    for patterns of hostile size."""
     try:
-        re.compile(pattern)
-    except re.error as exc:
+        compile_java(pattern)  # as MM2 reads it: java.util.regex
+    except (re.error, JavaRegexError) as exc:
         return str(exc)
     except RecursionError:
         return "nested too deeply"

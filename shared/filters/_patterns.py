@@ -1,4 +1,5 @@
-"""Compile MM2-style regex lists: entries joined with `|`, full-match only, empty list matches nothing."""
+"""Compile MM2-style regex lists: entries joined with `|`, read as Java reads them (`java_regex`), full-match
+only, empty list matches nothing."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from shared.errors import ConfigError
+from shared.filters.java_regex import JavaRegexError, compile_java
 
 
 def compile_pattern_list(entries: Sequence[str], *, key: str) -> re.Pattern[str] | None:
@@ -18,10 +20,10 @@ def compile_pattern_list(entries: Sequence[str], *, key: str) -> re.Pattern[str]
         raise ConfigError(f"{key} must be a list of patterns, not a string", key=key, value=entries)
     if not entries:
         return None
-    joined = "|".join(entries)
+    joined = "|".join(entries)  # joined before reading: a Java inline flag runs on into the later entries
     try:
-        return re.compile(joined)
-    except re.error as exc:
+        return compile_java(joined)
+    except (re.error, JavaRegexError) as exc:
         raise ConfigError(f"{key}: invalid regular expression {joined!r}: {exc}", key=key, value=joined) from exc
 
 

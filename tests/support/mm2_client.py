@@ -1,29 +1,18 @@
 """Ask MM2's own client code (RemoteClusterUtils.translateOffsets) what it reads from a checkpoints topic.
 
-Compiles tests/support/java/TranslateOffsets.java once per process against the harness's Kafka classpath
-(which holds connect-mirror-client) and runs it with java. Test tooling only.
+Runs tests/support/java/TranslateOffsets.java (tests/support/java_helper.py compiles it once per process against
+the harness's Kafka classpath, which holds connect-mirror-client). Test tooling only.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from shared.localkafka import HarnessError, kafka_classpath
-from shared.localkafka.jars import compile_against_kafka, java_binary
+from tests.support.java_helper import run_java_helper
 
-JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TranslateOffsets.java"
 _MAIN_CLASS = "TranslateOffsets"
-_lock = threading.Lock()
-_compiled: Path | None = None
 
 
 @dataclass(frozen=True, order=True)
@@ -36,19 +25,6 @@ class TranslatedOffset:
     metadata: str = ""
 
 
-def compiled_classes() -> Path:
-    """The directory holding TranslateOffsets.class, compiling it the first time."""
-    global _compiled
-    with _lock:
-        if _compiled is not None:
-            return _compiled
-        out = Path(tempfile.mkdtemp(prefix="strait-mm2-client-"))
-        atexit.register(shutil.rmtree, out, ignore_errors=True)
-        compile_against_kafka(JAVA_SOURCE, out)
-        _compiled = out
-        return out
-
-
 def translate_offsets_detailed(
     props: Mapping[str, str], remote_cluster_alias: str, group: str, *, timeout_s: float = 30
 ) -> list[TranslatedOffset]:
@@ -57,24 +33,11 @@ def translate_offsets_detailed(
     `props` holds bootstrap.servers of the cluster with the checkpoints (and security or replication
     policy keys); `remote_cluster_alias` is the cluster the group consumed on.
     """
-    classpath = os.pathsep.join([kafka_classpath(quiet=True), str(compiled_classes())])
-    command = [
-        java_binary(),
-        "-Xmx256m",
-        "-Dlog4j2.level=WARN",
-        "-cp",
-        classpath,
-        _MAIN_CLASS,
-        remote_cluster_alias,
-        group,
-        str(int(timeout_s * 1000)),
-        *(f"{key}={value}" for key, value in props.items()),
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s + 60)
-    if result.returncode != 0:
-        raise HarnessError(f"{_MAIN_CLASS} failed (exit {result.returncode}): {result.stderr[-2000:]}")
+    settings = [f"{key}={value}" for key, value in props.items()]
+    args = [remote_cluster_alias, group, str(int(timeout_s * 1000)), *settings]
+    stdout = run_java_helper(_MAIN_CLASS, args, timeout_s=timeout_s + 60)
     answers: list[TranslatedOffset] = []
-    for line in result.stdout.splitlines():
+    for line in stdout.splitlines():
         if not line.startswith('{"topic"'):
             continue  # anything else is a log line of the Java client
         raw = json.loads(line)

@@ -55,3 +55,24 @@ def test_valid_file_summary_as_json(tmp_path: Path) -> None:
     assert flows["A->B"]["enabled"] is True
     assert flows["A->B"]["topics"] == ["orders.*", "payments"]
     assert flows["B->A"]["enabled"] is False
+
+
+def test_keys_set_twice_are_named_with_their_lines_and_the_last_wins(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(GOOD + "A->B.topics=orders\n# again, later\nA->B.topics=payments\n")
+    as_json = run_cli("validate-config", str(config), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    summary = json.loads(as_json.stdout)
+    assert summary["duplicate_keys"] == {"A->B.topics": [5, 7]}
+    assert summary["flows"][0]["topics"] == ["payments"], "as in Java's Properties, the last setting wins"
+    table = run_cli("validate-config", str(config))
+    assert "keys set more than once (the last one wins, as in MM2): A->B.topics (lines 5, 7)" in table.stdout
+
+
+def test_a_piped_table_is_not_cut_at_80_columns(tmp_path: Path) -> None:
+    topics = ",".join(f"a-rather-long-topic-name-{index}" for index in range(6))
+    config = tmp_path / "mm2.properties"
+    config.write_text(GOOD + f"A->B.topics={topics}\n")
+    result = run_cli("validate-config", str(config))  # stdout is a pipe here
+    assert result.returncode == 0, result.stderr
+    assert topics.replace(",", ", ") in result.stdout
