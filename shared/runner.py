@@ -25,6 +25,7 @@ from shared.gc_tuning import tune_garbage_collector
 from shared.kafka.client_props import jaas_credentials
 from shared.loop_monitor import LoopStallMonitor
 from shared.loop_watchdog import LoopWatchdog
+from shared.metrics_registry import service_registry
 from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging, register_secrets
 from shared.service import Service
@@ -106,7 +107,7 @@ async def _serve(
     build: Callable[[S, MirrorMakerConfig, CollectorRegistry], Service],
 ) -> int:
     log = structlog.get_logger(prog)
-    registry = CollectorRegistry()
+    registry = service_registry(prog)
     try:
         service = build(settings, config, registry)
     except ConfigError as exc:

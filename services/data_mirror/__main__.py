@@ -7,13 +7,13 @@ import sys
 from types import FrameType
 
 import structlog
-from prometheus_client import CollectorRegistry
 
 from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.spark_session import spark_conf
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.errors import ConfigError
+from shared.metrics_registry import service_registry
 from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging
 from shared.runner import EXIT_CRASHED, fail, load_config, parse_settings
@@ -50,7 +50,7 @@ def main() -> None:
         spark_conf(config.top_level, settings.spark_master)  # refused before anything starts
     except ConfigError as exc:
         fail(PROG, f"config {settings.config}: {exc}")
-    registry = CollectorRegistry()
+    registry = service_registry(PROG)
     driver = MirrorDriver(settings, config, flows, registry)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -61,7 +61,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, on_signal)
     server = ObservabilityServer(
         registry,
-        live=lambda: (True, {"service": "data-mirror"}),
+        live=driver.liveness,
         ready=driver.readiness,
         host=settings.metrics_host,
         port=settings.metrics_port,

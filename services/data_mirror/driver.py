@@ -19,7 +19,9 @@ from prometheus_client import CollectorRegistry
 
 from services.data_mirror.control_link import ControlLink
 from services.data_mirror.flow_runtime import FlowRuntime
+from services.data_mirror.liveness import RoundClock
 from services.data_mirror.metrics import MirrorMetrics
+from services.data_mirror.mm2_metric_names import Mm2SourceMetricNames
 from services.data_mirror.plan import PartitionState
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.slot_run import SlotRun
@@ -75,6 +77,8 @@ class MirrorDriver:
         self.config = config
         self.flows = flows
         self.metrics = MirrorMetrics(registry)
+        if settings.mm2_metric_names:
+            registry.register(Mm2SourceMetricNames(self.metrics))
         self.stop_event = threading.Event()
         self._lookups = DaemonThreadExecutor(max_workers=2, name="lookup")
         self.runtimes: dict[str, FlowRuntime] = {}
@@ -85,6 +89,7 @@ class MirrorDriver:
         self.secrets: Broadcast[dict[str, str]] | None = None
         self.slots = 1
         self.ready = False
+        self.rounds = RoundClock()
         self.last_error: str | None = None
         self.started_ms = int(time.time() * 1000)
         self._next_refresh = 0.0
@@ -104,6 +109,10 @@ class MirrorDriver:
     def request_stop(self) -> None:
         """Hand every task over (they commit), then return from `run`."""
         self.stop_event.set()
+
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        """Alive unless the running loop stopped coming round (see `liveness.RoundClock`)."""
+        return self.rounds.liveness(running=self.ready and not self.stop_event.is_set())
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready once Spark runs and every flow's progress was loaded."""
@@ -153,6 +162,7 @@ class MirrorDriver:
             self._status_thread = threading.Thread(target=self._report_periodically, name="status", daemon=True)
             self._status_thread.start()
             while not self.stop_event.is_set():
+                self.rounds.round()
                 self._refresh_if_due()
                 self._follow_progress()
                 self._reconcile(context)

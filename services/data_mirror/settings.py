@@ -24,3 +24,6 @@ class DataMirrorSettings(ServiceSettings):
     spark_master: str = Field(default="", description="overrides spark.master from the config (default local[*])")
     blocked_retry_s: float = Field(default=30, gt=0, description="how often a refused record is tried again")
     status_interval_s: float = Field(default=5, gt=0)
+    mm2_metric_names: bool = Field(
+        default=True, description="also export the per-partition metrics under MM2's (Strimzi's) names"
+    )

@@ -12,6 +12,7 @@ from services.offset_translator.app import create_app
 from services.offset_translator.server import serve
 from services.offset_translator.settings import TranslatorSettings
 from shared.errors import ConfigError
+from shared.metrics_registry import service_registry
 from shared.native_output import relay_native_stderr
 from shared.observability import configure_logging, register_secrets
 from shared.runner import fail, load_config
@@ -53,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     relay_native_stderr()
     config = load_config(PROG, settings)
     try:
-        app = create_app(settings, config)
+        app = create_app(settings, config, registry=service_registry(PROG))
         token = settings.token()
     except ConfigError as exc:
         fail(PROG, str(exc))

@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 
 from services.offset_translator import api, ops, problems
-from services.offset_translator.auth import TokenCheck, require_token
+from services.offset_translator.auth import TokenCheck, is_loopback, refuse_unprotected_failover, require_token
 from services.offset_translator.failover import FailoverExecutor
 from services.offset_translator.flows import selected_flows
 from services.offset_translator.index import TranslatorIndex
@@ -123,9 +123,19 @@ def create_app(
     admin_props = {flow.target: flow.target_admin_props() for flow in flows}
     app.state.failover = FailoverExecutor(admin_props, timeout_s=settings.failover_timeout_s)
     problems.install(app)
+    open_failover_refused = settings.token() is None and not is_loopback(settings.host)
+    if open_failover_refused:
+        _log.warning(
+            "failover_off",
+            host=settings.host,
+            why="no token, and the translator is reachable beyond loopback: set STRAIT_TRANSLATOR_TOKEN",
+        )
     for family, router in _FAMILIES.items():
         if token_check.is_protected(family):
             app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))
+        elif family == "failover" and open_failover_refused:
+            refused = [Depends(refuse_unprotected_failover)]
+            app.include_router(router, dependencies=refused, responses=problems.responses(403))
         else:
             app.include_router(router)
     app.include_router(ops.probes)

@@ -1,15 +1,17 @@
 """Optional bearer-token auth: the write endpoint needs the token when one is set, and so do the endpoint
-families the operator lists in `protected_endpoints`."""
+families the operator lists in `protected_endpoints`. Without a token, the write endpoint (failover moves
+consumer groups) answers only on a loopback listener: reachable from other hosts, it is off."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from services.offset_translator.errors import UnauthorizedError
+from services.offset_translator.errors import ForbiddenError, UnauthorizedError
 
 _bearer = HTTPBearer(auto_error=False, description="the translator's token (STRAIT_TRANSLATOR_TOKEN)")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
@@ -40,3 +42,22 @@ async def require_token(request: Request, credentials: Credentials) -> None:
     """Dependency: the request carries the bearer token (documents the scheme in OpenAPI)."""
     checker: TokenCheck = request.app.state.token_check
     checker.verify(credentials.credentials if credentials is not None else None)
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine reaches ('localhost', 127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
+
+
+async def refuse_unprotected_failover(request: Request) -> None:
+    """Dependency of the failover endpoint when no token is set and the translator listens beyond loopback."""
+    host = request.app.state.settings.host
+    raise ForbiddenError(
+        f"failover is off: this translator listens on {host} and has no token; set STRAIT_TRANSLATOR_TOKEN "
+        "(or STRAIT_TRANSLATOR_TOKEN_FILE), or listen on 127.0.0.1"
+    )

@@ -37,3 +37,7 @@ class ConflictError(StraitError):
 
 class UnauthorizedError(StraitError):
     """The endpoint needs the bearer token and the request did not carry the right one."""
+
+
+class ForbiddenError(StraitError):
+    """The endpoint is off on this translator, whatever the request carries."""

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.offset_translator.errors import (
     ConflictError,
+    ForbiddenError,
     NotFoundError,
     NotReadyError,
     UnauthorizedError,
@@ -29,6 +30,7 @@ _log = structlog.get_logger(__name__)
 # Most specific first: the first family an error belongs to decides its status.
 _STATUS: tuple[tuple[type[StraitError], int, str], ...] = (
     (UnauthorizedError, 401, "Unauthorized"),
+    (ForbiddenError, 403, "Forbidden"),
     (NotFoundError, 404, "Not found"),
     (ConflictError, 409, "Conflict"),
     (NotReadyError, 503, "Not ready"),
@@ -38,6 +40,7 @@ _STATUS: tuple[tuple[type[StraitError], int, str], ...] = (
 )
 _DESCRIPTIONS = {
     401: "the endpoint needs the bearer token",
+    403: "the endpoint is off on this translator (failover without a token on a non-loopback address)",
     404: "unknown cluster, flow, group or topic-partition",
     409: "the group is active on the target",
     422: "malformed input",

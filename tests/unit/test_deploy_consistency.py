@@ -235,9 +235,26 @@ def test_grafana_is_provisioned_from_files_that_exist() -> None:
     for volume in compose_services()["grafana"]["volumes"]:
         assert (REPO / volume.split(":")[0]).exists(), volume
     datasource = load_yaml("deploy/grafana/provisioning/datasources/prometheus.yml")["datasources"][0]
+    assert datasource["type"] == "prometheus"
     dashboard = json.loads((REPO / "deploy/grafana/dashboards/strait.json").read_text())
+    # Every panel asks the dashboard's data-source variable (any Prometheus a user picks), never a fixed uid.
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    assert variable["query"] == "prometheus"
     uids = {panel["datasource"]["uid"] for panel in dashboard["panels"] if "datasource" in panel}
-    assert uids == {datasource["uid"]}
+    uids |= {t["datasource"]["uid"] for panel in dashboard["panels"] for t in panel.get("targets", [])}
+    uids |= {v["datasource"]["uid"] for v in dashboard["templating"]["list"] if "datasource" in v}
+    assert uids == {"${" + variable["name"] + "}"}
+
+
+def test_services_up_is_green_when_up_and_red_when_down() -> None:
+    dashboard = json.loads((REPO / "deploy/grafana/dashboards/strait.json").read_text())
+    (panel,) = [p for p in dashboard["panels"] if p["title"] == "Services up"]
+    steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps == [{"color": "red", "value": None}, {"color": "green", "value": 1}]
+    jobs = {job["job_name"] for job in load_yaml("deploy/prometheus/prometheus.yml")["scrape_configs"]}
+    charted = re.fullmatch(r'up\{job=~"([^"]+)"\}', panel["targets"][0]["expr"])
+    assert charted is not None
+    assert set(charted.group(1).split("|")) == jobs, "every scraped service, and only those"
 
 
 # -- metrics ---------------------------------------------------------------------------------------------
@@ -330,7 +347,7 @@ def test_each_service_is_reachable_through_a_service_on_its_port(service: Servic
 
 
 def test_the_configmap_config_parses_with_the_secret_it_references(tmp_path: Path) -> None:
-    properties = k8s_object("ConfigMap", "strait-config")["data"]["strait.properties"]
+    properties = (REPO / "deploy/kubernetes/strait.properties").read_text()
     secret = k8s_object("Secret", "strait-credentials")["stringData"]
     assert "${file:/etc/strait/secrets/credentials.properties:" in properties
     (tmp_path / "credentials.properties").write_text(secret["credentials.properties"])
@@ -349,3 +366,82 @@ def test_the_kustomization_lists_every_manifest() -> None:
     listed = set(load_yaml("deploy/kubernetes/kustomization.yaml")["resources"])
     present = {path.name for path in (REPO / "deploy/kubernetes").glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == present
+
+
+@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+def test_each_pod_meets_pod_security_restricted(service: ServiceDef) -> None:
+    """What a namespace enforcing Pod Security "restricted" checks of a pod and each of its containers."""
+    pod = k8s_object("Deployment", f"strait-{service.name}")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"]["type"] in ("RuntimeDefault", "Localhost")
+    assert not any(pod.get(key) for key in ("hostNetwork", "hostPID", "hostIPC"))
+    assert all("hostPath" not in volume for volume in pod["volumes"])
+    for container in pod["containers"] + pod.get("initContainers", []):
+        context = container["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False, container["name"]
+        assert context["capabilities"]["drop"] == ["ALL"], container["name"]
+        assert not context.get("privileged"), container["name"]
+        assert not context.get("capabilities", {}).get("add"), container["name"]
+
+
+def test_every_service_with_standby_replicas_has_a_disruption_budget() -> None:
+    """A drain evicts one replica at a time from services that run two (leases, or answering requests)."""
+    budgets = {o["metadata"]["name"]: o["spec"] for o in kubernetes_objects() if o["kind"] == "PodDisruptionBudget"}
+    for deployment in (o for o in kubernetes_objects() if o["kind"] == "Deployment"):
+        name, spec = deployment["metadata"]["name"], deployment["spec"]
+        if spec["replicas"] > 1:
+            assert budgets[name]["minAvailable"] == 1, name
+            assert budgets[name]["selector"]["matchLabels"] == spec["selector"]["matchLabels"], name
+
+
+def test_the_config_map_is_generated_with_a_content_hash_so_a_change_rolls_the_pods() -> None:
+    kustomization = load_yaml("deploy/kubernetes/kustomization.yaml")
+    (generator,) = kustomization["configMapGenerator"]
+    assert generator == {"name": "strait-config", "files": ["strait.properties"]}
+    assert not kustomization.get("generatorOptions", {}).get("disableNameSuffixHash")
+    assert not [o for o in kubernetes_objects() if o["kind"] == "ConfigMap"], "one source for the config"
+
+
+def test_the_flow_alerts_name_only_metrics_the_services_export() -> None:
+    """A renamed metric would silence its alert without a word."""
+    rules = load_yaml("deploy/prometheus/alerts.yml")
+    (flows,) = [group for group in rules["groups"] if group["name"] == "strait-flows"]
+    named = {name for rule in flows["rules"] for name in re.findall(r"\bstrait_\w+", rule["expr"])}
+    assert "strait_flow_stalled" in named
+    assert named - exported_metric_names() == set()
+
+
+def test_the_operator_rules_are_the_compose_rules_and_the_pod_monitor_names_jobs_as_compose_does() -> None:
+    rules = load_yaml("deploy/kubernetes/monitoring/prometheus-rule.yaml")
+    assert rules["kind"] == "PrometheusRule"
+    assert rules["spec"]["groups"] == load_yaml("deploy/prometheus/alerts.yml")["groups"]
+    monitor = load_yaml("deploy/kubernetes/monitoring/pod-monitor.yaml")
+    assert monitor["spec"]["jobLabel"] == "app.kubernetes.io/component"
+    scraped = {job["job_name"] for job in load_yaml("deploy/prometheus/prometheus.yml")["scrape_configs"]}
+    components = {
+        o["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+        for o in kubernetes_objects()
+        if o["kind"] == "Deployment"
+    }
+    assert components == scraped, "a job name in the rules would match in one place and not the other"
+    ports = {endpoint["port"] for endpoint in monitor["spec"]["podMetricsEndpoints"]}
+    for deployment in (o for o in kubernetes_objects() if o["kind"] == "Deployment"):
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert {port["name"] for port in container["ports"]} & ports, deployment["metadata"]["name"]
+
+
+def test_the_pod_monitor_and_the_network_policy_select_every_strait_pod() -> None:
+    """They select by app.kubernetes.io/part-of, which kustomize puts on the pod templates only when told to."""
+    (label,) = load_yaml("deploy/kubernetes/kustomization.yaml")["labels"]
+    assert label["pairs"] == {"app.kubernetes.io/part-of": "strait"}
+    assert label["includeTemplates"] is True
+    monitor = load_yaml("deploy/kubernetes/monitoring/pod-monitor.yaml")
+    assert monitor["spec"]["selector"]["matchLabels"] == label["pairs"]
+    policy = k8s_object("NetworkPolicy", "strait-ingress")["spec"]
+    assert policy["podSelector"]["matchLabels"] == label["pairs"]
+    allowed = {port["port"] for rule in policy["ingress"] for port in rule["ports"]}
+    for deployment in (o for o in kubernetes_objects() if o["kind"] == "Deployment"):
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        named = {port["name"] for port in container["ports"]}
+        assert named & allowed, f"{deployment['metadata']['name']}: its probes and metrics port would be cut off"

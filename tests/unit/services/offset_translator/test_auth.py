@@ -108,3 +108,20 @@ def test_bad_token_settings_are_config_errors(tmp_path: Path) -> None:
         )
     with pytest.raises(ValueError, match="unknown endpoint 'offset'"):
         TranslatorSettings(config=Path("x"), protected_endpoints="offset")
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "translator.internal"])
+async def test_without_a_token_failover_is_off_on_a_listener_other_hosts_reach(host: str) -> None:
+    """Failover moves consumer groups: open to whoever reaches the port only when that is this machine alone."""
+    exposed = build_app(host=host)
+    refused = await call(exposed, "POST", FAILOVER, json={"group": "nobody"})
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "set STRAIT_TRANSLATOR_TOKEN" in refused.json()["detail"]
+    assert (await call(exposed, "GET", OFFSETS)).status_code == 404, "reading stays open"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+async def test_without_a_token_failover_answers_on_loopback(host: str) -> None:
+    local = build_app(host=host)
+    assert (await call(local, "POST", FAILOVER, json={"group": "nobody"})).status_code == 404
