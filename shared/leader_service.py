@@ -7,32 +7,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from shared.cluster_watch import ClusterWatch
-from shared.config import FlowConfig, MirrorMakerConfig
+from shared.config import FlowConfig
 from shared.control import ControlPublisher
-from shared.errors import ConfigError
 from shared.leader_loop import LeaderJob, LeaderLoop, LeaderMetrics
 from shared.service import Service
-
-
-def selected_flows(config: MirrorMakerConfig, flows: str) -> tuple[FlowConfig, ...]:
-    """The flows a process serves: those named in `flows` (comma list of A->B), else every enabled flow.
-
-    A named flow that is not enabled, or a config without any enabled flow, is a ConfigError.
-    """
-    names = [name.strip() for name in flows.split(",") if name.strip()]
-    if not names:
-        enabled = config.enabled_flows
-        if not enabled:
-            raise ConfigError("no enabled flow in the config: set <source>-><target>.enabled=true for at least one")
-        return enabled
-    chosen: list[FlowConfig] = []
-    for name in names:
-        flow = config.flow_named(name)
-        if not flow.enabled:
-            raise ConfigError(f"flow '{flow.name}' is not enabled (set {flow.name}.enabled=true)", value=name)
-        if flow not in chosen:
-            chosen.append(flow)
-    return tuple(chosen)
 
 
 class LeaderLoopService(Service):

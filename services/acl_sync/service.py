@@ -10,8 +10,9 @@ from services.acl_sync.metrics import AclSyncMetrics
 from services.acl_sync.settings import AclSyncSettings
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher
+from shared.flow_selection import selected_flows
 from shared.kafka.acl_admin import AclAdmin
-from shared.leader_service import LeaderLoopService, leader_service, selected_flows
+from shared.leader_service import LeaderLoopService, leader_service
 
 SERVICE = "acl-sync"
 

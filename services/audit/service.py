@@ -10,7 +10,8 @@ from services.audit.settings import AuditSettings
 from services.audit.watch import AuditLimits
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher
-from shared.leader_service import LeaderLoopService, leader_service, selected_flows
+from shared.flow_selection import selected_flows
+from shared.leader_service import LeaderLoopService, leader_service
 
 SERVICE = "audit"
 

@@ -10,7 +10,7 @@ from services.checkpoint.flow import FlowCheckpointer
 from services.checkpoint.metrics import CheckpointMetrics
 from services.checkpoint.settings import CheckpointSettings
 from shared.config import MirrorMakerConfig
-from shared.leader_service import selected_flows
+from shared.flow_selection import selected_flows
 from shared.service import Service
 
 

@@ -15,7 +15,7 @@ from services.cli.migration.plan import Direction
 from services.cli.migration.run import MigrationOptions, migrate, outcome_as_json
 from services.cli.options import CONFIG_ENV
 from shared.config import load_mm2_config
-from shared.leader_service import selected_flows
+from shared.flow_selection import selected_flows
 
 ConfigArg = Annotated[
     str, typer.Option("--config", envvar=CONFIG_ENV, help="MM2-format properties file (the one MM2 ran with)")

@@ -18,10 +18,11 @@ from services.cli.console import stdout_console
 from services.cli.errors import EXIT_UNHEALTHY, CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import ConfigOption, JsonOption, TokenOption, TranslatorOption
 from services.cli.translator_client import TranslatorClient
-from shared.config import FlowConfig, MirrorMakerConfig, load_mm2_config
+from shared.config import FlowConfig, load_mm2_config
 from shared.control import read_statuses
 from shared.control.events import ServiceStatus, now_ms
-from shared.errors import CodecError, ConfigError, KafkaOperationError, StraitError
+from shared.errors import CodecError, KafkaOperationError, StraitError
+from shared.flow_selection import selected_flows
 from shared.flow_status import STALE_AFTER_S_DEFAULT, FlowStatus, summarize_flow
 from shared.flow_topics import FlowTopics
 from shared.kafka.read import last_record
@@ -39,15 +40,6 @@ _STATE_STYLE = {
 
 HEALTHY_STATES = ("running", "starting")
 Fetch = Callable[[], list[FlowStatus]]
-
-
-def chosen_flows(config: MirrorMakerConfig, flows: str | None) -> tuple[FlowConfig, ...]:
-    """The flows named in `flows` (A->B,...), else every enabled flow; ConfigError if there are none."""
-    names = [name.strip() for name in (flows or "").split(",") if name.strip()]
-    chosen = tuple(config.flow_named(name) for name in names) if names else config.enabled_flows
-    if not chosen:
-        raise ConfigError("no enabled flow in the config (or name flows with --flows A->B)")
-    return chosen
 
 
 def _heartbeat_ms(flow: FlowConfig, timeout_s: float) -> int | None:
@@ -183,7 +175,7 @@ def register(app: typer.Typer) -> None:
             if translator is None:
                 require(config, "give --config FILE (or --translator URL)")
                 assert config is not None
-                served = chosen_flows(load_mm2_config(config), flows)
+                served = selected_flows(load_mm2_config(config), flows, require_enabled=False)
                 fetch = partial(statuses_from_clusters, served, stale_after_s, timeout_s)
             else:
                 fetch = partial(statuses_from_translator, TranslatorClient(translator, token=token), flows)

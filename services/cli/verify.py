@@ -18,8 +18,8 @@ from rich.text import Text
 from services.cli.console import stdout_console
 from services.cli.errors import CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import ConfigOption, JsonOption
-from services.cli.status import chosen_flows
 from shared.config import load_mm2_config
+from shared.flow_selection import selected_flows
 from shared.verify.align import WINDOW_DEFAULT
 from shared.verify.findings import OffsetRange, PartitionFindings
 from shared.verify.flow_check import FlowVerification, VerifyScope, verify_flow
@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
             )
             scope.topic_pattern()  # a bad regex is a usage error, before any cluster is read
             results: list[FlowVerification] = []
-            for flow in chosen_flows(load_mm2_config(config), flows):
+            for flow in selected_flows(load_mm2_config(config), flows, require_enabled=False):
                 try:
                     with quiet_client_logs():
                         results.append(verify_flow(flow, scope))

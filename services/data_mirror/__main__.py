@@ -11,8 +11,8 @@ import structlog
 from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.spark_session import spark_conf
-from shared.config import FlowConfig, MirrorMakerConfig
 from shared.errors import ConfigError
+from shared.flow_selection import selected_flows
 from shared.metrics_registry import service_registry
 from shared.native_output import relay_native_stderr
 from shared.observability import ObservabilityServer, configure_logging
@@ -21,31 +21,16 @@ from shared.runner import EXIT_CRASHED, fail, load_config, parse_settings
 PROG = "strait-data-mirror"
 
 
-def selected_flows(config: MirrorMakerConfig, wanted: str) -> list[FlowConfig]:
-    """The enabled flows, or the ones named in `--flows` (which must exist and be enabled)."""
-    if not wanted.strip():
-        return list(config.enabled_flows)
-    flows = []
-    for name in (part.strip() for part in wanted.split(",") if part.strip()):
-        try:
-            flow = config.flow_named(name)
-        except ConfigError as exc:
-            fail(PROG, str(exc))
-        if not flow.enabled:
-            fail(PROG, f"--flows names {name}, which is not enabled ({name}.enabled=true)")
-        flows.append(flow)
-    return flows
-
-
 def main() -> None:
     """Run the driver until SIGTERM/SIGINT; exit non-zero if it failed."""
     settings = parse_settings(PROG, DataMirrorSettings, None)
     configure_logging(PROG, settings.log_level)
     relay_native_stderr()
     config = load_config(PROG, settings)
-    flows = selected_flows(config, settings.flows)
-    if not flows:
-        fail(PROG, "no enabled flow in the config (set e.g. A->B.enabled=true)")
+    try:
+        flows = list(selected_flows(config, settings.flows))
+    except ConfigError as exc:
+        fail(PROG, f"config {settings.config}: {exc}")
     try:
         spark_conf(config.top_level, settings.spark_master)  # refused before anything starts
     except ConfigError as exc:

@@ -13,7 +13,7 @@ from services.heartbeat.pairs import emitting_pairs, stall_after_s, watched_flow
 from services.heartbeat.settings import HeartbeatSettings
 from services.heartbeat.status import FlowStatusReporter
 from shared.config import MirrorMakerConfig
-from shared.leader_service import selected_flows
+from shared.flow_selection import selected_flows
 from shared.service import Service
 
 CHECK_INTERVAL_S = 0.5

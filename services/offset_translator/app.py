@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry
 from services.offset_translator import api, ops, problems
 from services.offset_translator.auth import TokenCheck, is_loopback, refuse_unprotected_failover, require_token
 from services.offset_translator.failover import FailoverExecutor
-from services.offset_translator.flows import selected_flows
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.metrics import IndexCollector, MetricsMiddleware, TranslatorMetrics
 from services.offset_translator.models import Problem
@@ -24,6 +23,7 @@ from services.offset_translator.settings import TranslatorSettings
 from shared.config import MirrorMakerConfig
 from shared.control.events import now_ms
 from shared.errors import ConfigError
+from shared.flow_selection import selected_flows
 
 API_VERSION = "1.0.0"
 _log = structlog.get_logger("strait-offset-translator")
@@ -86,7 +86,7 @@ def create_app(
 
     Pass `index` (and `follow=False`) to serve an index filled some other way, e.g. by a test.
     """
-    flows = selected_flows(config, settings.flows)
+    flows = selected_flows(config, settings.flows, require_enabled=False)
     index = index if index is not None else build_index(config, flows)
     service = TranslatorService(settings, config, flows, index) if follow else None
     registry = registry if registry is not None else CollectorRegistry()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.config import FlowConfig, MirrorMakerConfig
-from shared.errors import ConfigError
 from shared.flow_topics import FlowTopics, offset_syncs_place
 from shared.replication_policy import ReplicationPolicy, replication_policy_for
 
@@ -53,22 +52,6 @@ class ServedFlow:
             offset_syncs_cluster=syncs.cluster,
             heartbeats_topic=FlowTopics.for_flow(flow).remote_heartbeats_topic,
         )
-
-
-def selected_flows(config: MirrorMakerConfig, selection: str = "") -> tuple[FlowConfig, ...]:
-    """The flows named in `selection` ("A->B,B->A"), or every enabled flow when it is empty.
-
-    A named flow need not be enabled: its checkpoints may outlive its replication (after a failover).
-    """
-    names = [name.strip() for name in selection.split(",") if name.strip()]
-    if not names:
-        if not config.enabled_flows:
-            raise ConfigError("no enabled flow in the config: set <source>-><target>.enabled=true or choose --flows")
-        return config.enabled_flows
-    flows = tuple(config.flow_named(name) for name in names)
-    if len({flow.name for flow in flows}) != len(flows):
-        raise ConfigError(f"flows {selection!r} names a flow twice", key="flows", value=selection)
-    return flows
 
 
 def cluster_policy(config: MirrorMakerConfig, alias: str) -> ReplicationPolicy:

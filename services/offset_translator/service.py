@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from services.offset_translator.feeds import build_followers
-from services.offset_translator.flows import ServedFlow, cluster_policy, selected_flows
+from services.offset_translator.flows import ServedFlow, cluster_policy
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.settings import TranslatorSettings
 from shared.cluster_watch import ClusterWatch
@@ -18,6 +18,7 @@ from shared.control import ControlPublisher, StatusReporter
 from shared.control.events import now_ms
 from shared.control.status_reporter import State
 from shared.errors import KafkaOperationError, StraitError
+from shared.flow_selection import selected_flows
 from shared.kafka.topic_admin import TopicAdmin
 from shared.service import Service
 
@@ -177,5 +178,5 @@ class TranslatorService(Service):
 
 def build(settings: TranslatorSettings, config: MirrorMakerConfig) -> TranslatorService:
     """The service for the flows `settings.flows` names (every enabled flow by default)."""
-    flows = selected_flows(config, settings.flows)
+    flows = selected_flows(config, settings.flows, require_enabled=False)
     return TranslatorService(settings, config, flows, build_index(config, flows))

@@ -9,8 +9,9 @@ from services.topic_sync.metrics import TopicSyncMetrics
 from services.topic_sync.settings import TopicSyncSettings
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import ControlPublisher
+from shared.flow_selection import selected_flows
 from shared.kafka.topic_admin import TopicAdmin
-from shared.leader_service import LeaderLoopService, leader_service, selected_flows
+from shared.leader_service import LeaderLoopService, leader_service
 
 SERVICE = "topic-sync"
 

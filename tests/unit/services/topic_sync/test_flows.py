@@ -6,9 +6,9 @@ import pytest
 
 from shared.config import parse_mm2_config
 from shared.errors import AuthorizationError, ConfigError, KafkaOperationError
+from shared.flow_selection import selected_flows
 from shared.flow_topics import FlowTopics
 from shared.leader_loop import error_kind
-from shared.leader_service import selected_flows
 
 BASE = {"clusters": "A, B, C", **{f"{x}.bootstrap.servers": f"{x.lower()}:9092" for x in "ABC"}}
 
