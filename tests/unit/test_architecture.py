@@ -99,3 +99,14 @@ def test_no_import_cycles_between_modules() -> None:
         if module not in state:
             visit(module, [module])
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_one_rule_says_which_flows_a_process_serves() -> None:
+    """Every service and command selects its flows through shared/flow_selection.py (four versions had drifted)."""
+    defining = [
+        path
+        for path, _dotted, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and "flows" in node.name and node.name.startswith(("selected", "chosen"))
+    ]
+    assert defining == ["shared/flow_selection.py"]
