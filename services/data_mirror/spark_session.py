@@ -20,8 +20,6 @@ LOCAL_DEFAULTS = {
     "spark.task.maxFailures": "1",
     # Records never enter the driver's JVM (tasks return small results); Spark refuses less than 450 MiB.
     "spark.driver.memory": "512m",
-    # Python workers run one long task each on a few threads: two malloc arenas, not 8 per core, hold less memory.
-    "spark.executorEnv.MALLOC_ARENA_MAX": "2",
 }
 # Off local mode, Spark's RPC and block transfers cross the network and carry task specs (client settings) and
 # records: authenticated and encrypted unless the config says otherwise.
