@@ -1,5 +1,6 @@
 """Broker faults under load: data-mirror (a real process) keeps every acknowledged record while one broker of
-the source or the target cluster restarts (kill -9 or a clean shutdown) and a producer keeps writing.
+the source or the target cluster restarts (kill -9 or a clean shutdown), or every partition's leader moves to
+another live broker (a reassignment, as an operator or a rebalancer makes one), and a producer keeps writing.
 
 Both clusters have three brokers, the mirrored topics and every internal topic (progress, offset syncs,
 control, status, transaction state) have replication factor 3, and the producer writes with acks=all and
@@ -24,6 +25,7 @@ from shared.kafka.factories import confluent_admin, confluent_consumer, confluen
 from shared.kafka.topics import create_topic
 from shared.localkafka import KafkaCluster
 from tests.support.kafka_io import read_to_end
+from tests.support.leaders import move_leaders
 from tests.support.mm2_config import write_mm2_config
 from tests.support.replica_check import ReplicaReport, compare_topics
 from tests.support.service_process import ServiceProcess
@@ -142,7 +144,8 @@ def _replicated_topic(cluster: KafkaCluster, name: str) -> None:
 
 @dataclass
 class Scenario:
-    """Which cluster a broker restarts on, and how; the data-mirror process that copies meanwhile."""
+    """Which cluster the fault hits, and which fault (a broker restart, hard or clean, or leaders moved); the
+    data-mirror process that copies meanwhile."""
 
     source: KafkaCluster
     target: KafkaCluster
@@ -151,6 +154,7 @@ class Scenario:
     hard: bool
     label: str
     exactly_once: bool = False
+    move_leaders: bool = False  # instead of a restart: every partition's leader moves to another live broker
 
 
 def _start_mirror(config: Path, log_dir: Path) -> ServiceProcess:
@@ -208,9 +212,15 @@ def _mirror_through_restart(scenario: Scenario, topic: str) -> ReplicaReport:
         internal += [progress_topic("A"), CONTROL_TOPIC, STATUS_TOPIC] if restarted is target else []
         factors = _replication_factors(restarted, internal)
         assert factors == dict.fromkeys(internal, 3), f"internal topics must have 3 replicas: {factors}"
-        victim = _leader_index(restarted, topic if restarted is source else remote)
-        restarted.restart_node(victim, hard=scenario.hard, timeout_s=120)
-        phase("broker back")
+        hit_topic = topic if restarted is source else remote
+        if scenario.move_leaders:
+            moved = move_leaders(restarted, hit_topic)
+            assert sorted(moved) == list(range(PARTITIONS)), moved
+            assert all(old != new for old, new in moved.values()), moved
+            phase("leaders moved")
+        else:
+            restarted.restart_node(_leader_index(restarted, hit_topic), hard=scenario.hard, timeout_s=120)
+            phase("broker back")
         time.sleep(5)  # keep writing a little after the broker is back
         producer.stop()
         phase("producer stopped")
@@ -299,3 +309,31 @@ def test_broker_restart_loses_nothing(
     report = _mirror_through_restart(scenario, topic)
     assert report.lost == 0, f"lost {report.lost}, e.g. {report.lost_examples}"
     assert report.moved == 0
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_leaders_moved_mid_copy_lose_nothing(
+    three_broker_cluster: KafkaCluster,
+    three_broker_target: KafkaCluster,
+    shared_mirror: ServiceProcess,
+    side: str,
+    unique: str,
+) -> None:
+    """Every partition's leader moves to another broker while records are written and copied: fetches and
+    produces meet NOT_LEADER_OR_FOLLOWER from a broker that is still up, and follow the new leader."""
+    topic = _topic_pair(three_broker_cluster, three_broker_target, f"bf-{unique}")
+    hit = three_broker_cluster if side == "source" else three_broker_target
+    scenario = Scenario(
+        three_broker_cluster,
+        three_broker_target,
+        hit,
+        shared_mirror,
+        hard=False,
+        label=f"{side} leaders moved",
+        move_leaders=True,
+    )
+    report = _mirror_through_restart(scenario, topic)
+    assert report.lost == 0, f"lost {report.lost}, e.g. {report.lost_examples}"
+    assert report.moved == 0
+    config = shared_mirror.config
+    assert_nothing_lost(config, "A->B", topic, records=report.source_records)

@@ -18,6 +18,7 @@ class ServiceProcess:
 
     def __init__(self, package: str, config: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None):
         self.package = package
+        self.config = config
         self.command = [
             sys.executable,
             "-m",
