@@ -24,7 +24,7 @@ from typing import Protocol
 import psutil
 
 from benchmarks.usage import UsageSampler
-from shared.localkafka import KafkaCluster
+from shared.localkafka.cluster import ClusterAddress
 from shared.localkafka.mirror_maker import MirrorMakerProcess, write_properties
 
 STRAIT, MM2 = "Strait", "MM2"
@@ -291,9 +291,10 @@ def _tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
-def open_mirror(tool: str, setup: MirrorSetup, source: KafkaCluster, target: KafkaCluster, run_dir: Path) -> Mirror:
+def open_mirror(tool: str, setup: MirrorSetup, source: ClusterAddress, target: ClusterAddress, run_dir: Path) -> Mirror:
     """Write the run's properties file and build (not start) the tool's processes."""
-    props = mirror_properties(setup, source.bootstrap_servers, target.bootstrap_servers)
+    servers = [address.client_properties()["bootstrap.servers"] for address in (source, target)]
+    props = mirror_properties(setup, *servers)
     config = write_properties(run_dir / "mm2.properties", props)
     if tool == STRAIT:
         return StraitMirror(config, run_dir, setup.tasks)

@@ -18,6 +18,7 @@ from benchmarks.datasets import PARTITIONS, Dataset
 from benchmarks.lab import EndOffsets, Lab, delete_topics
 from benchmarks.usage import Usage, UsageSampler
 from benchmarks.verify_speed import verify_copy
+from shared.localkafka.cluster import ClusterAddress
 
 POLL_S = 0.1
 Attach = Callable[[Mirror], Callable[[], None]]  # called once the tool started; returns what to call at the end
@@ -61,13 +62,15 @@ def copy_topic(
     timeout_s: float,
     attach: Attach | None = None,
     verify: bool = False,
+    source: ClusterAddress | None = None,
 ) -> CopyResult:
     """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
-    With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes."""
+    With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes.
+    `source`: how the tool reaches the source (default: directly; the WAN section: through the fault proxy)."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(source_alias, target_alias, topics=dataset.topic, tasks=lab.options.tasks)
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-{dataset.topic}")
-    mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    mirror = open_mirror(tool, setup, source or lab.source, lab.target, run_dir)
     remote = f"{source_alias}.{dataset.topic}"
     probe = EndOffsets(lab.target.client_properties(), remote, PARTITIONS)
     first: float | None = None

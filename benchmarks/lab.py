@@ -26,6 +26,7 @@ from benchmarks.verify_speed import Verification
 from shared.kafka.factories import confluent_admin, confluent_consumer
 from shared.kafka.topics import create_topic
 from shared.localkafka import KafkaCluster
+from shared.localkafka.fault_proxy import FaultProxy
 
 BROKER_HEAP_MB = 1024
 BROKER_OVERRIDES = {"num.io.threads": "4", "num.network.threads": "3"}
@@ -66,8 +67,12 @@ class Lab:
 
 @contextmanager
 def open_lab(options: BenchOptions, *, profile: bool = True) -> Iterator[Lab]:
-    """Start both clusters (in parallel) on fresh storage, yield the lab, stop them and delete their data."""
-    source, target = _cluster(options, "source"), _cluster(options, "target")
+    """Start both clusters (in parallel) on fresh storage, yield the lab, stop them and delete their data.
+
+    The source can also be reached through a fault proxy (`source.via_proxy()`, faults on `source.network`), for
+    the section that puts it far away; every other section talks to it directly and never goes through it."""
+    proxy = FaultProxy(options.workdir / "toxiproxy").start()
+    source, target = _cluster(options, "source", proxy), _cluster(options, "target")
     try:
         source.launch()
         target.launch()
@@ -77,14 +82,17 @@ def open_lab(options: BenchOptions, *, profile: bool = True) -> Iterator[Lab]:
     finally:
         source.stop()
         target.stop()
+        proxy.stop()
         for cluster in (source, target):
             shutil.rmtree(cluster.workdir, ignore_errors=True)
 
 
-def _cluster(options: BenchOptions, role: str) -> KafkaCluster:
+def _cluster(options: BenchOptions, role: str, proxy: FaultProxy | None = None) -> KafkaCluster:
     workdir = options.workdir / f"kafka-{role}"
     shutil.rmtree(workdir, ignore_errors=True)
-    return KafkaCluster(f"bench-{role}", workdir=workdir, heap_mb=BROKER_HEAP_MB, broker_overrides=BROKER_OVERRIDES)
+    return KafkaCluster(
+        f"bench-{role}", workdir=workdir, heap_mb=BROKER_HEAP_MB, broker_overrides=BROKER_OVERRIDES, proxy=proxy
+    )
 
 
 def make_topics(admin: AdminClient, names: list[str], partitions: int) -> None:

@@ -22,6 +22,7 @@ from benchmarks.producer_perf import perf_process
 from benchmarks.tables import best_median, median, num
 from benchmarks.usage import Usage, UsageSampler
 from shared.kafka.factories import confluent_consumer, confluent_producer
+from shared.localkafka.cluster import ClusterAddress
 
 KEY = "latency"
 FLOOR = "no replicator (floor)"  # the same load read on the source itself: what a zero-cost replicator would add to
@@ -175,9 +176,9 @@ def _tasks_started(log_path: Path, start_ms: float, end_ms: float) -> int:
     return count
 
 
-def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun:
+def measure(lab: Lab, tool: str, warmup_s: float, window_s: float, source: ClusterAddress | None = None) -> LatencyRun:
     """One tool run under steady load; the latencies of the window's records. The floor (`FLOOR`) runs no tool:
-    its consumer reads the source topic itself."""
+    its consumer reads the source topic itself. `source`: how the tool reaches the source (default: directly)."""
     source_alias, target_alias = lab.aliases()
     topic = f"bench-lat-{source_alias}"
     floor = tool == FLOOR
@@ -185,7 +186,7 @@ def measure(lab: Lab, tool: str, warmup_s: float, window_s: float) -> LatencyRun
     make_topics(lab.source_admin(), [topic], PARTITIONS)
     setup = MirrorSetup(source_alias, target_alias, topics=topic, tasks=lab.options.tasks)
     run_dir = lab.run_dir(f"{source_alias}-{'floor' if floor else tool.lower()}-latency")
-    mirror = NoMirror() if floor else open_mirror(tool, setup, lab.source, lab.target, run_dir)
+    mirror = NoMirror() if floor else open_mirror(tool, setup, source or lab.source, lab.target, run_dir)
     load = perf_process(
         lab.source.bootstrap_servers,
         topic,

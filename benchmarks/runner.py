@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from benchmarks import discovery, latency, resources, scale, spark_spread, throughput, verify_speed
+from benchmarks import discovery, latency, resources, scale, spark_spread, throughput, verify_speed, wan
 from benchmarks.console import say
 from benchmarks.lab import Lab, open_lab
 from benchmarks.model import BenchOptions, Section
@@ -32,6 +32,7 @@ TITLES = {
     "resources": "8. Resources",
     "scale": "9. Real size: 12 to 4,000 partitions",
     "cluster": "10. Spread over a Spark cluster",
+    "wan": "11. A distant source (50 and 150 ms round trip)",
 }
 CHOICES = (
     "throughput",
@@ -43,6 +44,7 @@ CHOICES = (
     "checkpoint_scale",
     "scale",
     "cluster",
+    "wan",
 )
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
@@ -50,6 +52,7 @@ LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "discovery": discovery.run,
     "scale": scale.run,
     "cluster": spark_spread.run,
+    "wan": wan.run,
 }
 EXTERNAL = {
     "failover": "benchmarks.failover_precision",

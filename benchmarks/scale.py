@@ -15,10 +15,11 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
@@ -34,6 +35,7 @@ from benchmarks.usage import UsageSampler
 from shared.kafka.factories import confluent_admin, confluent_consumer
 
 KEY = "scale"
+T = TypeVar("T")
 RECORD_SIZE = 1024
 RATE = 10_000
 BUSY_TOPICS = 1  # the "few busy" case: the partitions of this many topics get the whole load
@@ -144,18 +146,39 @@ def _steady_dict(steady: Steady) -> dict[str, Any]:
 
 
 def run(options: BenchOptions, lab: Lab) -> Section:
-    """Per repeat and shape: Strait, then MM2, then the floor (the loads with no replicator, Kafka's own copy)."""
+    """Per repeat and shape: Strait, then MM2, then the floor (the loads with no replicator, Kafka's own copy).
+
+    A measurement that fails (a load generator the broker did not answer in time, a tool that exited) is named in
+    the notes and the others go on: at 4,000 partitions one slow moment must not cost the section every run."""
     runs: list[ScaleRun] = []
     floors: list[Floor] = []
+    failures: list[str] = []
+    attempt = partial(attempt_measure, failures)
+    warmup_s, window_s = durations(options.quick)
     with replica_bench(options, []) as follower:
-        for _ in range(options.repeats):
+        for repeat in range(1, options.repeats + 1):
             for shape in shapes(options.quick):
                 for tool in TOOLS:
-                    runs.append(measure(lab, tool, shape, *durations(options.quick)))
-                floor = measure_floor(lab, shape, *durations(options.quick))
-                floor.replica = measure_replica_copy(lab, follower, shape)
-                floors.append(floor)
-    return _section(options, runs, floors)
+                    done = attempt(
+                        f"{shape.partitions:,} partitions, {tool}",
+                        repeat,
+                        partial(measure, lab, tool, shape, warmup_s, window_s),
+                    )
+                    if done is not None:
+                        runs.append(done)
+                floor = attempt(
+                    f"{shape.partitions:,} partitions, no replicator",
+                    repeat,
+                    partial(measure_floor, lab, shape, warmup_s, window_s),
+                )
+                if floor is not None:
+                    floor.replica = attempt(
+                        f"{shape.partitions:,} partitions, Kafka's own copy",
+                        repeat,
+                        partial(measure_replica_copy, lab, follower, shape),
+                    )
+                    floors.append(floor)
+    return _section(options, runs, floors, failures)
 
 
 @dataclass
@@ -167,6 +190,17 @@ class Floor:
     spread: Steady
     few: Steady | None
     replica: ReplicaCopy | None = None
+
+
+def attempt_measure(failures: list[str], what: str, repeat: int, body: Callable[[], T]) -> T | None:
+    """`body()`, or None with the failure added to `failures` (the notes); the medians come from what finished."""
+    try:
+        return body()
+    except Exception as exc:  # any failure of one measurement: named, and the section goes on
+        first_line = " ".join(str(exc).split())[:300]
+        failures.append(f"repeat {repeat}, {what}: not measured ({type(exc).__name__}: {first_line})")
+        say(f"{what}: not measured: {first_line}")
+        return None
 
 
 def measure_replica_copy(lab: Lab, follower: ReplicaBench, shape: Shape) -> ReplicaCopy:
@@ -469,7 +503,7 @@ HEADERS = [
 ]
 
 
-def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -> Section:
+def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], failures: Sequence[str] = ()) -> Section:
     warmup_s, window_s = durations(options.quick)
     rows: list[list[str]] = []
     notes: list[str] = []
@@ -512,6 +546,7 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor]) -
                         f"{shape.partitions:,} partitions, {tool} run {index}: the catch-up did not finish "
                         f"({run.unfinished}); its rate counts with the deadline as the end"
                     )
+    notes += list(failures)
     return Section(
         key=KEY,
         title="9. Real size: 12 to 4,000 partitions",

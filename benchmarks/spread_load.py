@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from confluent_kafka import KafkaException, Producer
 
 PACE_S = 0.005  # how often a steady load tops up to the rate
+FLUSH_TIMEOUT_S = 300.0
 
 
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
@@ -34,6 +35,12 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
         "--keys", action="store_true", help="key each record with its number (a check can tell them apart)"
     )
     parser.add_argument("--producer", action="append", default=[], help="key=value producer setting")
+    parser.add_argument(
+        "--flush-timeout",
+        type=float,
+        default=FLUSH_TIMEOUT_S,
+        help="seconds to wait for the last acknowledgements (a broker making thousands of logs is slow to answer)",
+    )
     return parser.parse_args(argv)
 
 
@@ -79,7 +86,7 @@ def run(argv: Sequence[str]) -> dict[str, int]:
         producer.poll(0)
         if args.rate:
             time.sleep(PACE_S)
-    left = producer.flush(60)
+    left = producer.flush(args.flush_timeout)
     if left or failures:
         raise SystemExit(f"{left} records not acknowledged; errors: {failures}")
     return {"sent": sent, "in_window": in_window}

@@ -69,6 +69,7 @@ def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_ru
         "resources",
         "scale",
         "cluster",
+        "wan",
     ]
     assert parse_only("scale") == ["scale"]
     with pytest.raises(ValueError, match="unknown section"):

@@ -1,4 +1,5 @@
-"""A catch-up that does not finish within its deadline is a run that says so, not a section that is lost."""
+"""Bench report logic: a catch-up that does not finish is a run that says so; the floor and Kafka's own copy sit
+beside the tools; the WAN verdicts compare what the goals say."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import scale
-from benchmarks.latency import FLOOR
+from benchmarks import scale, wan
+from benchmarks.copy_run import CopyResult
+from benchmarks.latency import FLOOR, LatencyRun
 from benchmarks.model import BenchOptions
 from benchmarks.replica_ceiling import ReplicaCopy
 from benchmarks.scale import Shape
+from benchmarks.usage import Usage
 
 
 class _Alive:
@@ -67,3 +70,37 @@ def test_the_floor_row_and_the_ceiling_note_put_both_tools_against_kafkas_own_co
     assert "MM2's median is 40% of it" in note
     assert "twice MM2's catch-up, 24,000 records/s, is below what Kafka's own copy reached" in note
     assert section.raw["replica_fetcher"][0]["records_per_s"] == 30_000
+
+
+def test_the_wan_verdict_compares_the_copy_rate_and_the_tail_with_the_round_trip_allowed() -> None:
+    data = wan.dataset(quick=True)  # 20,000 records
+
+    def one(tool: str, copy_s: float, p99: float) -> wan.WanRun:
+        copy = CopyResult(tool, data, 5.0, 5.0 + copy_s, Usage(tool, "copy"))
+        latencies = [10.0] * 98 + [p99, p99]
+        return wan.WanRun(150, tool, copy, LatencyRun(tool, latencies, 10.0, 0, Usage(tool, "lat")))
+
+    options = BenchOptions(Path("/unused"), quick=True, repeats=1)
+    section = wan.section(options, [one("Strait", 1.0, 300), one("MM2", 2.5, 200)])
+    assert section.rows[0][:3] == ["150", "Strait", "20,000"]
+    (verdict,) = section.notes
+    assert "copy rate ≥ 2x MM2's: met (20,000 vs 8,000 records/s, 2.50x)" in verdict
+    assert "latency p99 ≤ MM2's + 150 ms: met (300 vs 200 ms)" in verdict
+
+
+def test_a_measurement_that_fails_is_named_and_the_section_goes_on() -> None:
+    failures: list[str] = []
+
+    def broken() -> int:
+        raise RuntimeError("load generator failed: 17916 records not acknowledged;\n errors: []")
+
+    assert scale.attempt_measure(failures, "4,000 partitions, MM2", 2, broken) is None
+    assert scale.attempt_measure(failures, "12 partitions, Strait", 2, lambda: 7) == 7
+    assert failures == [
+        "repeat 2, 4,000 partitions, MM2: not measured (RuntimeError: load generator failed: 17916 records not "
+        "acknowledged; errors: [])"
+    ]
+    shape = scale.shapes(quick=True)[0]
+    options = BenchOptions(Path("/unused"), quick=True, repeats=1)
+    section = scale._section(options, [_run("Strait", shape, 0.5), _run("MM2", shape, 1.0)], [], failures)
+    assert failures[0] in section.notes
