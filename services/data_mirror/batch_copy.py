@@ -61,6 +61,11 @@ DEFAULT_TARGET_BATCH_BYTES = 16_384  # Kafka's producer default batch.size, when
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
 FETCH_RETRY_BACKOFF_S = 0.1
+# One fetch brings at most this share of the byte bound: its response is held twice while it is decoded (the
+# response, then each partition's record set) and a third time as the batches made for the target, so a fetch of the
+# whole bound made a worker's memory peak at three times it once a fetch had enough partitions to fill it (hundreds;
+# a dozen partitions bring at most a dozen max.partition.fetch.bytes). Smaller fetches in a row fill the same room.
+FETCH_SHARE_OF_BUFFER = 4
 
 
 def _newest(records: Sequence[SourceRecord]) -> int:
@@ -238,8 +243,11 @@ class BatchCopier:
         self._rotation = (self._rotation + 1) % max(len(keys), 1)
         for key in keys[self._rotation :] + keys[: self._rotation]:
             part = self.parts[key]
-            if part.paused or self._link.producer.in_flight(part.work.remote_key) >= MAX_QUEUED_BATCHES:
+            remote = part.work.remote_key
+            if part.paused or self._link.producer.in_flight(remote) >= MAX_QUEUED_BATCHES:
                 continue
+            if not self._link.producer.ready(remote):
+                continue  # not fetched before the target partition takes batches (probed: see BatchProducer.ready)
             if not self._epoch_checked(key):
                 continue
             node = self._link.fetcher.leader(key)
@@ -247,7 +255,8 @@ class BatchCopier:
                 unknown = True
             elif node not in fetches and now >= self._node_retry_at.get(node, 0.0):
                 by_node.setdefault(node, {})[key] = self.fetching[key].position
-        share = room // max(len(by_node), 1)  # each source leader's fetch may bring its share of the room
+        # each source leader's fetch may bring its share of the room, and never more than a part of the bound
+        share = min(room // max(len(by_node), 1), self._link.producer.buffer_bytes // FETCH_SHARE_OF_BUFFER)
         self._fetched_from = set(by_node) | (set(fetches) if by_node else set())
         for node, positions in by_node.items():
             self._fetch_limits[node] = share

@@ -306,9 +306,15 @@ class _Lane:
     retry_at: float = 0.0
     failures: int = 0  # retriable failures in a row (the backoff grows with them; an acknowledgement resets it)
     unready: bool = False  # its leader has not taken the partition up yet: probed with ListOffsets, not sent again
+    unready_since: float | None = None  # when it was last found not ready (None: ready, or never asked)
     dropping: int = 0  # in-flight batches sent after a refusal, still to be answered and dropped
     refused: bool = False  # nothing more goes out until the caller decided what to send again (`resume`)
     node: int = -1  # the leader the in-flight batches went to; a new leader waits until they are answered
+
+    def mark_unready(self, now: float) -> None:
+        self.unready = True
+        if self.unready_since is None:
+            self.unready_since = now
 
     def capacity(self, now: float) -> int:
         if self.resend or self.dropping or self.refused or self.unready or now < self.retry_at:
@@ -393,6 +399,19 @@ class BatchProducer:
         in lane order): for a partition whose writes must not wait behind a backlog, such as a copy's progress."""
         lane = self._lanes.pop(key, None) or _Lane()
         self._lanes = {key: lane, **self._lanes}
+
+    def ready(self, key: PartitionKey) -> bool:
+        """True when the target partition is known to take batches: it acknowledged one, a probe found its leader
+        serving it, or it was sent to without a refusal. Asked before a partition's data is fetched: a partition
+        met for the first time is probed first (one ListOffsets per leader for all of them), so a target still
+        creating thousands of new partitions does not fill the byte bound with data for partitions it cannot take
+        yet while those it has created wait for room."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = _Lane()
+            lane.mark_unready(time.monotonic())
+            return False
+        return not lane.unready
 
     def room(self) -> int:
         """Bytes the caller may still fetch for sending: the buffer's size less what is queued and in flight."""
@@ -494,9 +513,9 @@ class BatchProducer:
             self._changed.set()  # a request slot is free again
 
     async def _send_request(self, node: int, batches: dict[PartitionKey, OutgoingBatch]) -> None:
-        by_topic: dict[str, list[tuple[int, bytes]]] = {}
+        by_topic: dict[str, list[tuple[int, bytes | bytearray]]] = {}
         for (topic, partition), batch in batches.items():
-            by_topic.setdefault(topic, []).append((partition, bytes(batch.payload)))
+            by_topic.setdefault(topic, []).append((partition, batch.payload))  # (encoded as it is sent: no copy)
         request = ProduceRequest(None, ACKS_ALL, self._timeout_ms, list(by_topic.items()))
         answers: dict[PartitionKey, tuple[int, int]] = {}
         try:
@@ -527,7 +546,7 @@ class BatchProducer:
             # A new partition its leader has not taken up yet (a broker creating thousands of logs takes a while):
             # asked whether it is ready with a ListOffsets of a few bytes, not sent the batch again and again.
             self._send_again(lane, batch)
-            lane.unready = True
+            lane.mark_unready(time.monotonic())
         elif lane.resend or answer is None or is_retriable(error) or lane.in_flight[0] is not batch:
             self._send_again(lane, batch)  # (not the head: answered before an earlier batch, a connection replaced)
         elif error == 0:
@@ -565,7 +584,16 @@ class BatchProducer:
         """One ListOffsets per leader for the unready partitions whose backoff ran out (one probe at a time each)."""
         by_node: dict[int, list[PartitionKey]] = {}
         for key, lane in self._lanes.items():
-            if not lane.unready or now < lane.retry_at:
+            if not lane.unready:
+                continue
+            if lane.unready_since is not None and now - lane.unready_since > self._delivery_timeout_s:
+                raise KafkaOperationError(
+                    f"{key[0]}-{key[1]}: its leader on the target has not taken it up within "
+                    f"{self._delivery_timeout_s:.0f}s",
+                    operation="produce",
+                    retriable=True,
+                )
+            if now < lane.retry_at:
                 continue
             node = self._client.cluster.leader_for_partition(TopicPartition(*key))
             if node is None or node < 0:
@@ -600,19 +628,22 @@ class BatchProducer:
             if lane is None or not lane.unready:
                 continue
             if key in ready:
-                lane.unready, lane.retry_at = False, 0.0
+                lane.unready, lane.unready_since, lane.retry_at, lane.failures = False, None, 0.0, 0
             else:
                 lane.failures += 1
                 lane.retry_at = now + self._retry_delay(lane.failures)
         if len(ready) < len(keys):
-            self._refresh_metadata()  # a leader may have moved
+            # a leader may have moved; but mostly a broker creating new partitions has not reached these yet, and
+            # metadata that lists every partition of the task, asked after each probe, only adds to its work
+            self._refresh_metadata(self._retry_backoff.max_s or self._retry_backoff.first_s)
         self._changed.set()
 
-    def _refresh_metadata(self) -> None:
-        """New metadata, at most once per retry.backoff.ms: thousands of partitions failing together ask once, not
-        in a stream of back-to-back requests that each list every partition (Kafka's producer waits the same)."""
+    def _refresh_metadata(self, at_most_every_s: float | None = None) -> None:
+        """New metadata, at most once per retry.backoff.ms (or `at_most_every_s`): thousands of partitions failing
+        together ask once, not in a stream of back-to-back requests that each list every partition (Kafka's
+        producer waits the same)."""
         now = time.monotonic()
-        if now - self._metadata_asked >= self._retry_backoff.first_s:
+        if now - self._metadata_asked >= (at_most_every_s or self._retry_backoff.first_s):
             self._metadata_asked = now
             self._client.force_metadata_update()
 

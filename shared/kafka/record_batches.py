@@ -206,11 +206,11 @@ def for_target(batch: SourceBatch, producer_id: int, producer_epoch: int, base_s
 
 
 def with_sequence(encoded: bytearray, producer_id: int, producer_epoch: int, base_sequence: int) -> bytearray:
-    """`encoded` (a batch made for the target) with another producer state, CRC recomputed."""
-    out = bytearray(encoded)
-    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
-    struct.pack_into(">I", out, _CRC_AT, calc_crc32c(out[_ATTRIBUTES_AT:]))
-    return out
+    """`encoded` (a batch made for the target) with another producer state, CRC recomputed, in place (the batch is
+    the caller's own copy: a second one per batch sent would add the whole in-flight data to the task's memory)."""
+    _PRODUCER.pack_into(encoded, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
+    struct.pack_into(">I", encoded, _CRC_AT, calc_crc32c(memoryview(encoded)[_ATTRIBUTES_AT:]))
+    return encoded
 
 
 @dataclass(frozen=True, slots=True)

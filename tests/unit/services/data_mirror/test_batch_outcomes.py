@@ -23,8 +23,14 @@ from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.task_entry import task_loop
 from services.data_mirror.task_loop import TaskLoop
 from shared.kafka.batch_link import BatchProducer, PartitionFetch
-from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR
+from shared.kafka.error_codes import (
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_OUT_OF_RANGE,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_SERVER_ERROR,
+)
 from shared.records.progress import ProgressKey
+from shared.retry import Backoff
 from tests.unit.services.data_mirror.test_copy_task import _spec
 from tests.unit.shared.kafka.test_batch_producer import _Broker, _producer
 from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch
@@ -314,3 +320,88 @@ def test_a_progress_record_the_target_refuses_fails_the_task_at_its_next_commit(
     assert "progress not written" in error
     assert "TOPIC_AUTHORIZATION_FAILED" in error
     assert link.closed
+
+
+class _TwoPartitionTarget(RecordingBroker):
+    """A target whose partition 0 its leader has not created yet (every probe and Produce of it: NOT_LEADER)
+    until `create()`; partition 1 takes batches. Requests may carry both partitions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created = {1}
+        self.by_partition: dict[int, list[bytes | None]] = {0: [], 1: []}
+        self.next_offsets = {0: 0, 1: 0}
+
+    def create(self) -> None:
+        self.created.add(0)
+
+    async def send(self, _node: int, request: Any) -> Any:
+        await asyncio.sleep(0)
+        answers = []
+        for topic, parts in request._topics:
+            answered: list[tuple[int, ...]] = []
+            for partition, payload in parts:
+                if isinstance(payload, int):  # ListOffsets: (partition, timestamp)
+                    self.probes += 1
+                    error = 0 if partition in self.created else NOT_LEADER_OR_FOLLOWER
+                    answered.append((partition, error, -1, self.next_offsets[partition]))
+                elif partition not in self.created:
+                    answered.append((partition, NOT_LEADER_OR_FOLLOWER, -1))
+                else:
+                    self.produced += 1
+                    keys = [record.key for record in DefaultRecordBatch(bytes(payload))]
+                    answered.append((partition, 0, self.next_offsets[partition]))
+                    self.by_partition[partition] += keys
+                    self.next_offsets[partition] += len(keys)
+            answers.append((topic, answered))
+        return type("Response", (), {"topics": answers})()
+
+
+class _LogFetcher(_QuietFetcher):
+    """A source holding `stored` (records 0..9) in each partition; remembers the partitions each fetch named."""
+
+    def __init__(self, stored: bytes) -> None:
+        self.stored = stored
+        self.asked: list[set[tuple[str, int]]] = []
+
+    async def fetch(self, _node: int, positions: Any, _limit: int) -> dict[tuple[str, int], PartitionFetch]:
+        await asyncio.sleep(0.001)
+        self.asked.append(set(positions))
+        return {
+            key: PartitionFetch(position, 0, 10, 10, 0, [], self.stored if position < 10 else b"")
+            for key, position in positions.items()
+        }
+
+
+@pytest.mark.asyncio
+async def test_a_partition_the_target_has_not_created_yet_is_not_fetched_while_the_others_copy() -> None:
+    """A fresh mirror of thousands of partitions: the target creates them one by one over tens of seconds. Data
+    fetched for a partition it has not created would sit in the byte bound and leave no room for those it has;
+    such a partition is asked for (ListOffsets) and fetched only once its leader serves it."""
+    spec = dataclasses.replace(_spec(2), copy_batches=True)
+    target = _TwoPartitionTarget()
+    producer = BatchProducer(
+        target, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
+    )
+    producer.producer_id, producer.producer_epoch = 7, 0
+    fetcher = _LogFetcher(stored_batch(0, 10))
+    task = BatchCopier(spec, None, Clock(3600))  # type: ignore[arg-type]
+    task.link = _LoopLink(producer, fetcher)  # type: ignore[assignment]
+    task.assign({work.key: PartitionCopy(work, None, 0, SyncTracker(100), task.clock) for work in spec.partitions})
+    keys = [f"k{offset}".encode() for offset in range(10)]
+
+    for _ in range(200):
+        await task.step()
+        if target.by_partition[1] == keys:
+            break
+    assert target.by_partition[1] == keys, "the created partition copies while the other waits"
+    assert all(("orders", 0) not in asked for asked in fetcher.asked), "nothing fetched for the missing one"
+    assert target.by_partition[0] == []
+
+    target.create()
+    for _ in range(200):
+        await task.step()
+        if target.by_partition[0] == keys:
+            break
+    assert target.by_partition[0] == keys, "copied once its leader serves it, every record once, in order"
+    assert target.by_partition[1] == keys

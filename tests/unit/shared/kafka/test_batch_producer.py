@@ -18,6 +18,7 @@ import pytest
 from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
+from shared.errors import KafkaOperationError
 from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
 from shared.kafka.error_codes import (
     MESSAGE_TOO_LARGE,
@@ -363,3 +364,43 @@ async def test_a_prioritised_partition_goes_first_in_the_requests_however_much_d
     broker.gate.set()
     await _run(producer, 5)
     assert broker.written[0][0] == 99, f"the first request carried {broker.written[:3]}"
+
+
+@pytest.mark.asyncio
+async def test_a_partition_met_for_the_first_time_is_ready_only_once_a_probe_finds_its_leader_serving_it() -> None:
+    """Before a partition's data is fetched its target partition is asked for (one ListOffsets), so a target that
+    has not created it yet holds none of the task's byte bound."""
+    broker = _Broker()
+    producer = BatchProducer(
+        broker, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
+    )
+    key = (TOPIC, 0)
+    broker.probe_script.extend([NOT_LEADER_OR_FOLLOWER, NOT_LEADER_OR_FOLLOWER])
+    assert not producer.ready(key)
+    for _ in range(100):
+        producer.pump()
+        await asyncio.sleep(0.01)
+        if producer.ready(key):
+            break
+    assert producer.ready(key)
+    assert broker.probes == 3, "asked until its leader answered"
+    assert broker.produced == 0
+    assert producer.room() == producer.buffer_bytes
+
+
+@pytest.mark.asyncio
+async def test_a_partition_its_leader_never_takes_up_stops_the_copy_naming_it_after_the_delivery_timeout() -> None:
+    broker = _Broker()
+    producer = BatchProducer(
+        broker, request_timeout_ms=1_000, delivery_timeout_s=0.1, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
+    )
+    broker.probe_script.extend([NOT_LEADER_OR_FOLLOWER] * 1_000)
+    assert not producer.ready((TOPIC, 3))
+
+    async def pump_for_a_second() -> None:
+        for _ in range(100):
+            producer.pump()
+            await asyncio.sleep(0.01)
+
+    with pytest.raises(KafkaOperationError, match=r"A\.orders-3: its leader on the target has not taken it up"):
+        await pump_for_a_second()
