@@ -24,6 +24,7 @@ from services.data_mirror.spark_session import spark_environment, start_spark
 _log = structlog.get_logger("data-mirror")
 WARM_UP_GROUP = "strait-warm-up"
 STOP_CHECK_S = 0.2
+REUSE_NEEDS = ("spark.python.worker.reuse", "spark.python.use.daemon")
 
 
 def import_copy_path(_: object) -> None:
@@ -42,6 +43,12 @@ def local_cores(master: str) -> int | None:
         if inner.isdigit():
             return max(1, int(inner))
     return None
+
+
+def workers_reused(conf: Mapping[str, str]) -> bool:
+    """True when a Python worker outlives its task: worker reuse on, and workers forked by PySpark's daemon (without
+    the daemon each task starts a worker of its own)."""
+    return all(conf.get(key, "true").strip().lower() == "true" for key in REUSE_NEEDS)
 
 
 class SparkStart:
@@ -82,7 +89,7 @@ class SparkStart:
             return
         self._started.set_result(session)
         _log.info("spark_started", seconds=round(time.monotonic() - began, 1))
-        if self._conf.get("spark.python.worker.reuse", "true").strip().lower() != "true":
+        if not workers_reused(self._conf):
             return  # a worker would not outlive its warm-up task
         self._warm_up(session)
 

@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import structlog
 from confluent_kafka import KafkaException
 
 from services.data_mirror.copier import (
@@ -37,6 +39,8 @@ from shared.records.progress import Progress, ProgressKey, encode_progress
 
 HANDOVER_CHECK_S = 0.25
 ABANDON_TIMEOUT_S = 10  # a failed task gives its open transaction this long to abort
+
+_log = structlog.get_logger("data-mirror.task")
 
 
 def _describe_failure(exc: BaseException) -> str:
@@ -72,6 +76,7 @@ class TaskLoop:
         self.commits = 0
         self.syncs_failed = 0
         self.progress_error: str | None = None
+        self.start_phases: dict[str, float] = {}  # seconds per start-up step, logged once copying begins
 
     def run(self) -> TaskResult:
         """Start, copy until a hand-over is requested, commit; on failure abort what is uncommitted."""
@@ -98,9 +103,17 @@ class TaskLoop:
 
     async def _run(self) -> None:
         try:
-            await self.copier.open()
-            self.copier.assign(self.parts)
+            with self._phase("open"):
+                await self.copier.open()
+                self.copier.assign(self.parts)
             self._begin()
+            _log.info(
+                "task_copying",
+                flow=self.spec.flow,
+                slot=self.spec.slot,
+                partitions=len(self.parts),
+                seconds={name: round(value, 2) for name, value in self.start_phases.items()},
+            )
             await self._copy()
             await self._commit(final=True)
         finally:
@@ -112,9 +125,11 @@ class TaskLoop:
         """Positions from the committed progress (after fencing), bounded by what the source still holds
         (blocking look-ups, before the copier's event loop starts)."""
         self.clock.now_ms = time.time() * 1000
-        committed = self.clients.load_progress()
+        with self._phase("progress"):
+            committed = self.clients.load_progress()
         keys = [work.key for work in self.spec.partitions]
-        earliest, latest = self.clients.offset_bounds(keys)
+        with self._phase("offsets"):
+            earliest, latest = self.clients.offset_bounds(keys)
         for work in self.spec.partitions:
             if work.key not in earliest or work.key not in latest:
                 continue  # the topic is gone from the source: the driver's next refresh drops it
@@ -125,7 +140,17 @@ class TaskLoop:
             part.end_offset = high
             self._place(part, progress, low, high)
             self.parts[work.key] = part
-        self._check_epochs()
+        with self._phase("epochs"):
+            self._check_epochs()
+
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Time one start-up step (at thousands of partitions the look-ups are where start-up goes)."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.start_phases[name] = time.monotonic() - began
 
     def _check_epochs(self) -> None:
         """A log truncated under a committed position while no task ran (an unclean leader election): each source
