@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from benchmarks.console import say
 from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSetup, open_mirror
@@ -104,6 +104,7 @@ class ScaleRun:
     spread: Steady
     few: Steady | None
     copied: int | None = None  # the catch-up did not end within its deadline: the records copied by then
+    target_logs_s: float | None = None  # how long the target took to make the remote topics' logs, before the start
 
     @property
     def unfinished(self) -> str | None:
@@ -132,6 +133,7 @@ class ScaleRun:
             "spread": _steady_dict(self.spread),
             "few_busy": None if few is None else _steady_dict(few),
             "catchup_unfinished": self.unfinished,
+            "target_logs_s": None if self.target_logs_s is None else round(self.target_logs_s, 1),
         }
 
 
@@ -225,7 +227,7 @@ def measure_floor(lab: Lab, shape: Shape, warmup_s: float, window_s: float) -> F
     topics = [f"scale-{source_alias}-{index:04d}" for index in range(shape.topics)]
     same = {topic: topic for topic in topics}
     run_dir = lab.run_dir(f"{source_alias}-floor-scale-{shape.partitions}")
-    create_topics(lab, topics, shape.per_topic)
+    create_topics(lab.source_admin(), topics, shape.per_topic)
     # The same backlog as the tools' runs first: their loads also write to partitions that already hold records.
     fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
     nothing = NoMirror()
@@ -250,12 +252,14 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
     topics = [f"{prefix}{index:04d}" for index in range(shape.topics)]
     remote = {topic: f"{source_alias}.{topic}" for topic in topics}
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-scale-{shape.partitions}")
-    create_topics(lab, topics, shape.per_topic)
+    create_topics(lab.source_admin(), topics, shape.per_topic)
     say(f"{tool}: {shape.label} partitions: filling {shape.backlog:,} records")
     fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
     setup = MirrorSetup(source_alias, target_alias, topics=f"{prefix}.*", tasks=lab.options.tasks)
     mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
     probe = RemoteEnds(lab.target.client_properties(), list(remote.values()), shape.per_topic)
+    logs_s = make_remote_topics(lab, probe, list(remote.values()), shape)
+    say(f"{tool}: {shape.label} partitions: the target made the remote topics' logs in {logs_s:.1f} s")
     sampler: UsageSampler | None = None
     say(f"{tool}: {shape.label} partitions: catch-up ({source_alias}->{target_alias})")
     try:
@@ -279,12 +283,24 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         mirror.stop()
         delete_topics(lab.target_admin(), list(remote.values()))
         delete_topics(lab.source_admin(), topics)
-    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied)
+    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied, logs_s)
 
 
-def create_topics(lab: Lab, topics: list[str], partitions: int) -> None:
-    """All source topics in one request (one at a time would take minutes at 400 topics)."""
-    admin = lab.source_admin()  # kept while its futures are awaited: a collected client cancels them
+def make_remote_topics(lab: Lab, probe: RemoteEnds, remote: list[str], shape: Shape) -> float:
+    """Create the remote topics before the tool starts and wait until the target broker made every log (each
+    partition answers a ListOffsets); the seconds that took. A fresh target makes thousands of logs one by one
+    (8-12 ms each on this machine, slower while a tool starts beside it): left to the tools, that time, not
+    theirs, set the catch-up and the time to every partition, and it swung from 17 to 55 s at 4,000."""
+    began = time.monotonic()
+    admin = lab.target_admin()
+    create_topics(admin, remote, shape.per_topic)
+    wait_until(lambda: len(probe.ends()) == shape.partitions, START_TIMEOUT_S, f"the target's logs of {shape.label}")
+    return time.monotonic() - began
+
+
+def create_topics(admin: AdminClient, topics: list[str], partitions: int) -> None:
+    """All `topics` in one request (one at a time would take minutes at 400 topics); `admin` is kept while the
+    futures are awaited (a collected client cancels them)."""
     futures = admin.create_topics([NewTopic(topic, partitions, 1) for topic in topics], operation_timeout=60)
     for future in futures.values():
         future.result(timeout=120)
@@ -534,6 +550,13 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
         if mine[STRAIT] and mine[MM2]:
             rows.append([shape.label, "Strait ÷ MM2 (medians)", *_ratios(mine[STRAIT], mine[MM2])])
             notes.append(_verdict(shape, mine[STRAIT], mine[MM2]))
+        made = [run.target_logs_s for tool in TOOLS for run in mine[tool] if run.target_logs_s is not None]
+        if made:
+            notes.append(
+                f"{shape.partitions:,} partitions: before each run the target broker made the remote topics' "
+                f"{shape.partitions:,} logs in {min(made):.1f}-{max(made):.1f} s (median {median(made):.1f} s), "
+                "with no tool running"
+            )
         if floor:
             notes.append(_added(shape, mine, floor))
             ceiling = _ceiling(shape, mine, floor)
@@ -553,7 +576,11 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
         method=(
             "Per run fresh source topics of 1 KiB records: one topic of 12 partitions, 100 topics x 10 partitions "
             "or 400 x 10, each holding the same backlog spread evenly over every partition (written by "
-            "`benchmarks/spread_load.py`, a Python producer with the tools' producer settings). The tool starts "
+            "`benchmarks/spread_load.py`, a Python producer with the tools' producer settings). The remote topics "
+            "are made on the target first, with the same partitions, and the tool starts once the target broker "
+            "made every log (each partition answers a ListOffsets; the notes give how long that took): a fresh "
+            "target makes thousands of logs one by one, and left to the tools that time, the same for both and "
+            "swinging from 17 to 55 s at 4,000 partitions, set their catch-up. The tool starts "
             "on a fresh flow whose topic regex matches them; the remote topics' end offsets are read every "
             f"{POLL_S:g} s (one batched look-up): *start → first record*, *start → every partition copying* (every "
             "remote partition holds a record) and *first → last* give the catch-up. Then, with the tool still "
@@ -565,7 +592,7 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
             "replica fetcher copying the same backlog: a two-broker cluster with the lab's broker settings holds it "
             "on broker 1 (made and filled as the source is), broker 2 is added as a replica of every partition in "
             "one request and its logs are watched (as in section 1's replica-fetcher ceiling), so its *start* is "
-            "that request and it, too, makes every log it copies into. *Steady CPU* is the tool's "
+            "that request and, unlike the tools here, it makes every log it copies into. *Steady CPU* is the tool's "
             "CPU seconds over the measured "
             "window divided by its length (every process: for Strait topic-sync, data-mirror, Spark's JVM and "
             "Python workers); *steady RSS* their summed resident memory at its end. Last, the same rate on the 10 "

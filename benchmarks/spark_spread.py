@@ -97,7 +97,7 @@ def measure(lab: Lab, size: Shape, tasks: int) -> SpreadRun:
     spark = SparkStandaloneCluster(
         run_dir / "spark", workers=WORKERS, cores_per_worker=CORES_PER_WORKER, memory_mb=1024
     ).start()
-    create_topics(lab, topics, size.per_topic)
+    create_topics(lab.source_admin(), topics, size.per_topic)
     fill_topics(lab, run_dir, "fill", topics, size.per_topic, ["--records", str(size.backlog), "--keys"])
     setup = MirrorSetup(source_alias, target_alias, topics=f"{prefix}.*", tasks=tasks)
     props = mirror_properties(setup, lab.source.bootstrap_servers, lab.target.bootstrap_servers)
