@@ -16,11 +16,11 @@ from rich.table import Table
 
 from services.cli import demo, failover, migrate, status, strimzi, translate, verify
 from services.cli.console import stdout_console
-from services.cli.errors import EXIT_CONFIG, CliError, fail, one_line_errors
+from services.cli.errors import EXIT_CONFIG, CliError, one_line_errors
 from services.cli.options import CONFIG_ENV
 from shared.config import MirrorMakerConfig, load_mm2_config
+from shared.config.all_errors import config_errors
 from shared.config.properties import duplicate_keys, read_properties_text
-from shared.errors import ConfigError
 from shared.observability import configure_logging
 
 app = typer.Typer(no_args_is_help=True, help="Operate Strait replication flows.")
@@ -50,15 +50,18 @@ def validate_config(
     path: Annotated[Path, typer.Argument(envvar=CONFIG_ENV, help="MM2-format properties file")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
-    """Check a config file the way every service will read it; exit 2 with one line if it is wrong."""
-    try:
-        config = load_mm2_config(path)
-    except ConfigError as exc:
+    """Check a config file the way every service will read it; exit 2 with one line per problem if it is wrong."""
+    errors = config_errors(path)
+    if errors:
+        lines = [f"{path}: {error}" for error in errors]
         if as_json:
-            fail(f"{path}: {exc}", EXIT_CONFIG, as_json=True)
-        # The message quotes the user's keys and values: never read them as rich markup or emoji codes.
-        err.print(f"[red]invalid[/red] {escape(f'{path}: {exc}')}", highlight=False, soft_wrap=True, emoji=False)
-        raise typer.Exit(EXIT_CONFIG) from None
+            report = {"error": lines[0], "errors": lines, "exit_code": EXIT_CONFIG}
+            print(json.dumps(report), file=sys.stderr, flush=True)
+        for line in [] if as_json else lines:
+            # The message quotes the user's keys and values: never read them as rich markup or emoji codes.
+            err.print(f"[red]invalid[/red] {escape(line)}", highlight=False, soft_wrap=True, emoji=False)
+        raise typer.Exit(EXIT_CONFIG)
+    config = load_mm2_config(path)
     summary = config_summary(config)
     # Java's Properties (and so MM2) keep the last of a key set twice: valid, but rarely meant.
     summary["duplicate_keys"] = duplicate_keys(read_properties_text(str(path)), source=str(path))

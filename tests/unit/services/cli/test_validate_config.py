@@ -76,3 +76,45 @@ def test_a_piped_table_is_not_cut_at_80_columns(tmp_path: Path) -> None:
     result = run_cli("validate-config", str(config))  # stdout is a pipe here
     assert result.returncode == 0, result.stderr
     assert topics.replace(",", ", ") in result.stdout
+
+
+THREE_MISTAKES = (
+    GOOD
+    + "refresh.topics.interval.secods=3\n"  # a typo
+    + "A->B.topics=[orders\n"  # a regex that does not compile
+    + "tasks.max=many\n"  # not a number
+)
+
+
+def test_every_mistake_of_a_file_is_named_on_its_own_line_not_only_the_first(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(THREE_MISTAKES)
+    result = run_cli("validate-config", str(config))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3, result.stderr
+    assert "'refresh.topics.interval.secods' (did you mean 'refresh.topics.interval.seconds'?)" in lines[0]
+    assert "A->B.topics='[orders'" in lines[1]
+    assert "tasks.max='many'" in lines[2]
+
+
+def test_under_json_every_mistake_is_in_the_errors_list(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(THREE_MISTAKES)
+    result = run_cli("validate-config", str(config), "--json")
+    assert result.returncode == 2
+    report = json.loads(result.stderr)
+    assert report["exit_code"] == 2
+    assert len(report["errors"]) == 3
+    assert report["error"] == report["errors"][0]
+
+
+def test_a_required_key_left_out_by_the_search_is_not_reported_as_a_second_mistake(tmp_path: Path) -> None:
+    """A malformed value of a required key is the one mistake: its absence, once left out, is not another."""
+    config = tmp_path / "mm2.properties"
+    config.write_text(GOOD.replace("127.0.0.1:9093", "127.0.0.1:x"))
+    result = run_cli("validate-config", str(config))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "B.bootstrap.servers='127.0.0.1:x'" in lines[0]
