@@ -3,7 +3,6 @@ followed as it grows. The driver and the audit both need it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 
 import structlog
@@ -23,33 +22,24 @@ def load_progress(
     reader = PartitionReader(props, topic, group_id=PROGRESS_READER_GROUP)
     progress: dict[tuple[str, int], Progress] = {}
     try:
-        high = reader.end_offset(timeout_s)
-        deadline = time.monotonic() + timeout_s
-        last_error: str | None = None
-        while (position := reader.position() if high > 0 else 0) < high:
-            if time.monotonic() > deadline:
-                raise KafkaOperationError(
-                    f"progress topic {topic} not read to its end ({position}/{high}) within {timeout_s}s"
-                    + (f"; last error: {last_error}" if last_error else ""),
-                    operation="load progress",
-                )
-            for record in reader.read(timeout_s=0.5):
-                if record.key is None:
+        for record in reader.read_through(timeout_s):
+            if record.key is None:
+                continue
+            try:
+                key = ProgressKey.decode(record.key)
+                if key.flow != flow:
                     continue
-                try:
-                    key = ProgressKey.decode(record.key)
-                    if key.flow != flow:
-                        continue
-                    if record.value is None:
-                        progress.pop((key.topic, key.partition), None)
-                    else:
-                        progress[(key.topic, key.partition)] = decode_progress_record(record.value)
-                except CodecError as exc:
-                    _log.warning("progress_record_skipped", topic=topic, offset=record.offset, error=str(exc))
-            if reader.read_error is not None and reader.read_error != last_error:
-                _log.warning("progress_read_failed", topic=topic, error=reader.read_error, retrying=True)
-            last_error = reader.read_error or last_error
+                if record.value is None:
+                    progress.pop((key.topic, key.partition), None)
+                else:
+                    progress[(key.topic, key.partition)] = decode_progress_record(record.value)
+            except CodecError as exc:
+                _log.warning("progress_record_skipped", topic=topic, offset=record.offset, error=str(exc))
         return progress
+    except TimeoutError as exc:
+        raise KafkaOperationError(
+            f"progress topic {topic} not read to its end within {timeout_s}s: {exc}", operation="load progress"
+        ) from exc
     finally:
         reader.close()
 

@@ -1,4 +1,6 @@
-"""One partition of one of Strait's own topics, read without a consumer group (blocking, confluent-kafka).
+"""One partition read without a consumer group (blocking, confluent-kafka): followed (`PartitionReader`), or read up
+to the end it had when the read began (`read_range`, the one loop that does that for every reader: `read_to_end`
+here, `shared.kafka.read`'s command-line reads, data-mirror's progress at start-up).
 
 For readers that assign a single partition themselves and keep their place in memory: data-mirror's start-up
 read of its progress topic, its driver's live view of it and of the control topic, and (`read_to_end`) one
@@ -9,7 +11,7 @@ wrote is never seen.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
@@ -46,15 +48,27 @@ class PartitionReader:
 
     def end_offset(self, timeout_s: float) -> int:
         """The partition's end offset, asking again until `timeout_s` while the topic is too new to have a leader."""
+        return self.bounds(timeout_s)[1]
+
+    def bounds(self, timeout_s: float) -> tuple[int, int]:
+        """(log start, end offset), asking again until `timeout_s` while the topic is too new to have a leader."""
         try:
-            return retry_blocking(
-                lambda: int(self._consumer.get_watermark_offsets(self._partition, timeout=timeout_s)[1]),
+            low, high = retry_blocking(
+                lambda: self._consumer.get_watermark_offsets(self._partition, timeout=timeout_s),
                 backoff=NEW_TOPIC_BACKOFF,
                 within_s=timeout_s,
                 retry_on=_too_new,
             )
+            return int(low), int(high)
         except KafkaException as exc:
             raise translate_kafka_error(exc, operation=f"end offset of {self.topic}") from exc
+
+    def read_through(self, timeout_s: float) -> Iterator[FollowedRecord]:
+        """Every record from the partition's start to the end it has now (`read_range`; TimeoutError when the end
+        is not reached within `timeout_s`); the reader is placed after them."""
+        low, high = self.bounds(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        yield from read_range(self._consumer, self.topic, self._partition.partition, low, high, deadline)
 
     def position(self) -> int:
         """The offset the next read starts at (past transaction markers too)."""
@@ -78,6 +92,38 @@ class PartitionReader:
         self._consumer.close()
 
 
+def read_range(
+    consumer: Any, topic: str, partition: int, start: int, end: int, deadline: float, *, complete: bool = True
+) -> Iterator[FollowedRecord]:
+    """The records of `topic`-`partition` from `start` to `end` (exclusive), in order, through `consumer`.
+
+    Transaction markers (and, read_committed, aborted records) take offsets but are never returned: when nothing
+    comes back, the consumer's position passes them. At `deadline`, `complete` raises TimeoutError naming how far
+    the read got; otherwise the read ends there with what it has (a view of current state). Failed fetches are
+    skipped; the last one is named in the TimeoutError."""
+    assignment = TopicPartition(topic, partition, start)
+    consumer.assign([assignment])
+    position, failed = start, ""
+    while position < end:
+        if time.monotonic() >= deadline:
+            if not complete:
+                return
+            why = f"; last error: {failed}" if failed else ""
+            raise TimeoutError(f"reading {topic}-{partition} did not reach offset {end} in time (at {position}){why}")
+        messages = consumer.consume(num_messages=1000, timeout=0.5)
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    failed = f"{error.name()}: {error.str()}"
+                continue
+            record = _record(message, topic)
+            position = record.offset + 1
+            yield record
+        if not messages:
+            position = max(position, int(consumer.position([assignment])[0].offset))
+
+
 def read_to_end(
     props: Mapping[str, str], topic: str, *, group_id: str, timeout_s: float, partition: int = 0
 ) -> list[FollowedRecord]:
@@ -92,21 +138,9 @@ def read_to_end(
         found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if found is None or found.error is not None:
             return []
-        assignment = TopicPartition(topic, partition)
-        _, end = consumer.get_watermark_offsets(assignment, timeout=timeout_s)
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        low, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
         deadline = time.monotonic() + timeout_s
-        records: list[FollowedRecord] = []
-        position = 0
-        while position < end and time.monotonic() < deadline:
-            messages = consumer.consume(num_messages=1000, timeout=0.5)
-            for message in messages:
-                if message.error() is None:
-                    records.append(_record(message, topic))
-                    position = records[-1].offset + 1
-            if not messages:  # transaction markers take offsets but are never returned: the position passes them
-                position = max(position, int(consumer.position([assignment])[0].offset))
-        return records
+        return list(read_range(consumer, topic, partition, low, end, deadline, complete=False))
     except KafkaException as exc:
         raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
     finally:

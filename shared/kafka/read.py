@@ -5,13 +5,14 @@ For command-line tools; long-running services follow topics instead (`shared.kaf
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_consumer
 from shared.kafka.follow import FollowedRecord
+from shared.kafka.partition_reader import read_range
 
 
 def _reader(props: Mapping[str, str]) -> Consumer:
@@ -21,29 +22,6 @@ def _reader(props: Mapping[str, str]) -> Consumer:
 def _exists(consumer: Consumer, topic: str, timeout_s: float) -> bool:
     found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
     return found is not None and found.error is None
-
-
-def _read_range(
-    consumer: Consumer, topic: str, partition: int, start: int, end: int, deadline: float
-) -> Iterator[FollowedRecord]:
-    assignment = TopicPartition(topic, partition, start)
-    consumer.assign([assignment])
-    position = start
-    while position < end:
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"reading {topic}-{partition} did not reach offset {end} in time (at {position})")
-        messages = consumer.consume(num_messages=1000, timeout=0.5)
-        for message in messages:
-            if message.error():
-                continue
-            offset = message.offset() or 0
-            position = offset + 1
-            yield FollowedRecord(
-                offset, message.key(), message.value(), message.timestamp()[1], topic, message.headers() or ()
-            )
-        if not messages:
-            # Transaction markers take offsets but are never returned; the position still moves past them.
-            position = max(position, consumer.position([assignment])[0].offset)
 
 
 def read_to_end(
@@ -56,7 +34,7 @@ def read_to_end(
             return []
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
         deadline = time.monotonic() + timeout_s
-        return list(_read_range(consumer, topic, partition, low, high, deadline))
+        return list(read_range(consumer, topic, partition, low, high, deadline))
     except KafkaException as exc:
         raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
     finally:
@@ -76,7 +54,7 @@ def read_all_partitions(
         records: dict[int, list[FollowedRecord]] = {}
         for partition in sorted(found.partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
-            records[partition] = list(_read_range(consumer, topic, partition, low, high, deadline))
+            records[partition] = list(read_range(consumer, topic, partition, low, high, deadline))
         return records
     except KafkaException as exc:
         raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
@@ -98,7 +76,7 @@ def last_record(
         deadline = time.monotonic() + timeout_s
         # A trailing transaction marker has an offset but no record; step back until a record is found.
         for start in range(high - 1, max(low, high - 10) - 1, -1):
-            records = list(_read_range(consumer, topic, partition, start, high, deadline))
+            records = list(read_range(consumer, topic, partition, start, high, deadline))
             if records:
                 return records[-1]
         return None

@@ -3,6 +3,7 @@ named, a topic is read up to the end it had when the read began, and an absent t
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -126,3 +127,22 @@ def test_read_to_end_of_an_absent_topic_is_empty(monkeypatch: pytest.MonkeyPatch
     _use(monkeypatch, consumer)
     assert read_to_end({}, TOPIC, group_id="g", timeout_s=1) == []
     assert consumer.closed
+
+
+@dataclass
+class _StuckConsumer(_Consumer):
+    """A partition whose fetches keep failing: nothing comes back and the position never moves."""
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        return [_Message(-1, error_=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "not allowed to read"))]
+
+
+def test_a_read_that_must_reach_the_end_raises_at_the_deadline_naming_where_it_got_and_why() -> None:
+    consumer = _StuckConsumer(end=10)
+    with pytest.raises(TimeoutError, match=r"did not reach offset 10 in time \(at 0\).*TOPIC_AUTHORIZATION_FAILED"):
+        list(partition_reader.read_range(consumer, TOPIC, 0, 0, 10, time.monotonic() + 0.2))
+
+
+def test_a_view_of_current_state_returns_what_it_has_at_the_deadline() -> None:
+    consumer = _StuckConsumer(end=10)
+    assert list(partition_reader.read_range(consumer, TOPIC, 0, 0, 10, time.monotonic() + 0.2, complete=False)) == []
