@@ -36,15 +36,18 @@ def parse_settings(argv: Sequence[str] | None) -> TranslatorSettings:
         "--token-file", dest="translator_token_file", metavar="FILE", help="file holding the bearer token"
     )
     parser.add_argument("--protected-endpoints", help="endpoint families that need the token besides failover")
+    parser.add_argument("--tls-cert-file", help="PEM certificate chain: serve HTTPS (env STRAIT_TLS_CERT_FILE)")
+    parser.add_argument("--tls-key-file", help="PEM private key of the certificate, if not in its file")
     args = parser.parse_args(argv)
     given = {key: value for key, value in vars(args).items() if value is not None}
     try:
         return TranslatorSettings(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
         hint = " (use --config or STRAIT_CONFIG)" if where == "config" else ""
-        fail(PROG, f"setting {where}: {first['msg']}{hint}")
+        fail(PROG, f"setting {where}: {message}{hint}" if where else message)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -52,8 +52,17 @@ async def serve(app: FastAPI, settings: TranslatorSettings, prog: str) -> int:
             lifespan="on",
             access_log=False,
             timeout_graceful_shutdown=10,
+            # (the settings checked that they load; uvicorn's default protocol negotiates TLS 1.2 or newer)
+            ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file is not None else None,
+            ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file is not None else None,
         ),
-        lambda: log.info("service_started", instance=settings.instance_id, host=settings.host, port=settings.port),
+        lambda: log.info(
+            "service_started",
+            instance=settings.instance_id,
+            host=settings.host,
+            port=settings.port,
+            scheme="https" if settings.tls_cert_file is not None else "http",
+        ),
     )
     loop = asyncio.get_running_loop()
     use_daemon_threads(loop)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from shared.config.service_settings import ServiceSettings
 
@@ -33,6 +34,39 @@ class TranslatorSettings(ServiceSettings):
     status_interval_s: float = Field(default=5.0, gt=0, description="how often the translator reports its own status")
     topology_refresh_s: float = Field(default=10.0, gt=0, description="how often topic names are listed per cluster")
     failover_timeout_s: float = Field(default=30.0, gt=0, description="deadline of each admin call of a failover")
+    tls_cert_file: Path | None = Field(
+        default=None, description="PEM certificate chain: serve HTTPS (its key in the same file or in tls_key_file)"
+    )
+    tls_key_file: Path | None = Field(default=None, description="PEM private key of tls_cert_file, if not in it")
+
+    @field_validator("tls_cert_file", "tls_key_file")
+    @classmethod
+    def _tls_file_exists(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"{path}: no such file")
+        return path
+
+    @model_validator(mode="after")
+    def _tls_loads(self) -> TranslatorSettings:
+        """A certificate and key that do not load stop the start with the file named (not a traceback later)."""
+        if self.tls_cert_file is None:
+            if self.tls_key_file is not None:
+                raise ValueError("tls_key_file is set without tls_cert_file")
+            return self
+        try:
+            self.tls_context()
+        except (ssl.SSLError, ValueError) as exc:
+            raise ValueError(f"{self.tls_cert_file}: not a PEM certificate chain with its key ({exc})") from exc
+        return self
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The server's TLS context (TLS 1.2 or newer), or None without a certificate."""
+        if self.tls_cert_file is None:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.tls_cert_file, self.tls_key_file)
+        return context
 
     @field_validator("protected_endpoints")
     @classmethod
