@@ -371,12 +371,40 @@ def test_the_kustomization_lists_every_manifest() -> None:
 @pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
 def test_each_pod_meets_pod_security_restricted(service: ServiceDef) -> None:
     """What a namespace enforcing Pod Security "restricted" checks of a pod and each of its containers."""
-    pod = k8s_object("Deployment", f"strait-{service.name}")["spec"]["template"]["spec"]
+    assert_restricted(k8s_object("Deployment", f"strait-{service.name}")["spec"]["template"]["spec"])
+
+
+def test_the_spark_executor_pods_meet_pod_security_restricted_through_their_template() -> None:
+    """Spark on Kubernetes creates the executor pods itself: from the template the component mounts and names."""
+    component = REPO / "deploy/kubernetes/spark-on-kubernetes"
+    template = load_yaml("deploy/kubernetes/spark-on-kubernetes/executor-pod-template.yaml")
+    assert_restricted(template["spec"])
+    (generator,) = load_yaml("deploy/kubernetes/spark-on-kubernetes/kustomization.yaml")["configMapGenerator"]
+    assert generator["files"] == ["executor-pod-template.yaml"]
+    patch = yaml.safe_load((component / "data-mirror-patch.yaml").read_text())["spec"]["template"]["spec"]
+    (container,) = patch["containers"]
+    (mount,) = container["volumeMounts"]
+    (volume,) = patch["volumes"]
+    assert (volume["name"], volume["configMap"]["name"]) == (mount["name"], generator["name"])
+    overrides = dict(
+        item.strip().split("=", 1)
+        for env in container["env"]
+        if env["name"] == "STRAIT_CONFIG_OVERRIDES"
+        for item in env["value"].split(";")
+        if item.strip()
+    )
+    assert overrides["spark.kubernetes.executor.podTemplateFile"] == f"{mount['mountPath']}/executor-pod-template.yaml"
+    (executor,) = template["spec"]["containers"]
+    assert overrides["spark.kubernetes.executor.podTemplateContainerName"] == executor["name"]
+
+
+def assert_restricted(pod: dict[str, Any]) -> None:
+    """What a namespace enforcing Pod Security "restricted" checks of a pod spec and each of its containers."""
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] != 0
     assert pod["securityContext"]["seccompProfile"]["type"] in ("RuntimeDefault", "Localhost")
     assert not any(pod.get(key) for key in ("hostNetwork", "hostPID", "hostIPC"))
-    assert all("hostPath" not in volume for volume in pod["volumes"])
+    assert all("hostPath" not in volume for volume in pod.get("volumes", []))
     for container in pod["containers"] + pod.get("initContainers", []):
         context = container["securityContext"]
         assert context["allowPrivilegeEscalation"] is False, container["name"]
