@@ -105,6 +105,7 @@ class ScaleRun:
     few: Steady | None
     copied: int | None = None  # the catch-up did not end within its deadline: the records copied by then
     target_logs_s: float | None = None  # how long the target took to make the remote topics' logs, before the start
+    catchup_pss_mib: float | None = None  # the catch-up's peak PSS (shared pages counted once), beside summed RSS
 
     @property
     def unfinished(self) -> str | None:
@@ -130,6 +131,7 @@ class ScaleRun:
             "last_record_s": round(self.last_s, 2),
             "catchup_records_per_s": round(self.catchup_rate),
             "catchup_peak_rss_mib": round(self.catchup_rss_mib),
+            "catchup_peak_pss_mib": None if self.catchup_pss_mib is None else round(self.catchup_pss_mib),
             "spread": _steady_dict(self.spread),
             "few_busy": None if few is None else _steady_dict(few),
             "catchup_unfinished": self.unfinished,
@@ -268,6 +270,7 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         sampler = mirror.measure(f"scale {shape.partitions}")
         first_s, every_s, last_s, copied = _catch_up(mirror, probe, shape, began)
         catchup_rss = sampler.usage.peak_total_rss_mib
+        catchup_pss = sampler.usage.peak_total_pss_mib
         if copied is not None:
             say(f"{tool}: the catch-up did not finish: {copied:,} of {shape.backlog:,} copied; steady loads run anyway")
         say(f"{tool}: first record {first_s:.1f} s, every partition {every_s:.1f} s, last {last_s:.1f} s")
@@ -283,7 +286,7 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         mirror.stop()
         delete_topics(lab.target_admin(), list(remote.values()))
         delete_topics(lab.source_admin(), topics)
-    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied, logs_s)
+    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied, logs_s, catchup_pss)
 
 
 def make_remote_topics(lab: Lab, probe: RemoteEnds, remote: list[str], shape: Shape) -> float:
@@ -550,6 +553,13 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
         if mine[STRAIT] and mine[MM2]:
             rows.append([shape.label, "Strait ÷ MM2 (medians)", *_ratios(mine[STRAIT], mine[MM2])])
             notes.append(_verdict(shape, mine[STRAIT], mine[MM2]))
+        pss = {tool: [r.catchup_pss_mib for r in mine[tool] if r.catchup_pss_mib is not None] for tool in TOOLS}
+        if pss[STRAIT] and pss[MM2]:
+            notes.append(
+                f"{shape.partitions:,} partitions, peak memory counting each shared page once (PSS, summed over the "
+                f"processes): Strait {median(pss[STRAIT]):,.0f} MiB, MM2 {median(pss[MM2]):,.0f} MiB (medians; the "
+                "table's RSS counts the pages PySpark's workers share with their daemon once per process)"
+            )
         made = [run.target_logs_s for tool in TOOLS for run in mine[tool] if run.target_logs_s is not None]
         if made:
             notes.append(

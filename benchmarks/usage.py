@@ -2,8 +2,11 @@
 
 A tool is one or more root processes (Strait: topic-sync and data-mirror; MM2: one JVM). Each root's
 descendants are found on every sample (Spark's JVM, PySpark's worker daemon and the workers it forks),
-named by role, and their RSS summed per role and in total. CPU seconds are the user+system time of every
-process ever seen, as last sampled, so a worker that exits between samples loses at most one interval.
+named by role, and their RSS summed per role and in total. Summed RSS counts a page shared by several processes
+once per process (PySpark's workers share the interpreter and the modules of the daemon they are forked from), so
+the total PSS is kept beside it (each shared page split between its processes: what they take together).
+CPU seconds are the user+system time of every process ever seen, as last sampled, so a worker that exits
+between samples loses at most one interval.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Usage:
     cpu_s: dict[str, float] = field(default_factory=dict)
     peak_rss_mib: dict[str, float] = field(default_factory=dict)
     peak_total_rss_mib: float = 0.0
+    peak_total_pss_mib: float = 0.0
     processes: dict[str, int] = field(default_factory=dict)  # role -> distinct pids seen
     records: int = 0  # records the run copied, for CPU per million records
     startup_cpu_s: float | None = None  # CPU seconds spent before the first record reached the target
@@ -53,6 +57,7 @@ class Usage:
             "window_s": self.window_s,
             "peak_rss_mib": {k: round(v, 1) for k, v in self.peak_rss_mib.items()},
             "peak_total_rss_mib": round(self.peak_total_rss_mib, 1),
+            "peak_total_pss_mib": round(self.peak_total_pss_mib, 1),
             "processes": dict(self.processes),
         }
 
@@ -84,6 +89,7 @@ class UsageSampler:
     def sample(self) -> None:
         """One pass over every process of the tool."""
         rss: dict[str, float] = {}
+        pss = 0.0
         for name, root in self._roots.items():
             try:
                 tree = [(root, True)] + [(child, False) for child in root.children(recursive=True)]
@@ -94,19 +100,22 @@ class UsageSampler:
                     with process.oneshot():
                         role = self._classify(name, process, is_root)
                         times = process.cpu_times()
-                        resident = process.memory_info().rss
+                        memory = process.memory_full_info()
+                        resident = memory.rss
                 except psutil.Error:
                     continue  # exited meanwhile
                 with self._lock:
                     self._cpu[process.pid] = (role, times.user + times.system)
                     self._pids.setdefault(role, set()).add(process.pid)
                 rss[role] = rss.get(role, 0.0) + resident / MIB
+                pss += memory.pss / MIB
         with self._lock:
             self._current_rss_mib = sum(rss.values())
             peaks = self.usage.peak_rss_mib
             for role, value in rss.items():
                 peaks[role] = max(peaks.get(role, 0.0), value)
             self.usage.peak_total_rss_mib = max(self.usage.peak_total_rss_mib, sum(rss.values()))
+            self.usage.peak_total_pss_mib = max(self.usage.peak_total_pss_mib, pss)
 
     def current_rss_mib(self) -> float:
         """Resident memory of the whole tool now, summed over its processes (takes a sample first)."""
