@@ -34,6 +34,19 @@ SERVICES = ("topic_sync", "acl_sync", "data_mirror", "checkpoint", "heartbeat")
 FILE_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
 
 
+STANDARD_METRICS = ("process_resident_memory_bytes", "python_gc_objects_collected_total", "strait_build_info{")
+MM2_SOURCE_PREFIX = "kafka_connect_mirror_mirrorsourceconnector_"
+
+
+def _summed(page: str, name: str, **labels: str) -> float:
+    """The sum of `name`'s samples on a /metrics page whose labels include `labels`."""
+    total = 0.0
+    for line in page.splitlines():
+        if line.startswith(name + "{") and all(f'{key}="{value}"' in line for key, value in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def _jaas(user: SaslUser) -> str:
     return (
         "org.apache.kafka.common.security.scram.ScramLoginModule required "
@@ -230,6 +243,14 @@ def test_all_services_over_sasl_ssl_keep_secrets_out_of_logs_and_metrics(
         for path in ("/v1/flows", "/v1/status", "/v1/clusters", "/v1/flows/A/B/status"):
             pages[f"offset_translator{path}"] = httpx.get(f"{api}{path}", timeout=10).text
         assert all("strait_" in pages[f"{name}/metrics"] for name in ports), "a metrics page is empty"
+        for name in ports:
+            absent = [sample for sample in STANDARD_METRICS if sample not in pages[f"{name}/metrics"]]
+            assert not absent, f"{name}'s /metrics has no {absent}"
+        # data-mirror's per-partition values, also under the names Strimzi gives MM2's (dashboards built for MM2)
+        mirror_page = pages["data_mirror/metrics"]
+        mm2_named = _summed(mirror_page, f"{MM2_SOURCE_PREFIX}record_count", topic=remote, source="A", target="B")
+        own = _summed(mirror_page, "strait_mirror_record_count_total", topic=remote)
+        assert mm2_named == own >= 200, (mm2_named, own)
     finally:
         _stop_all(processes)
 

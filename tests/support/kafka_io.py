@@ -40,11 +40,14 @@ def produce(
     headers: Headers | None = None,
     timestamp_ms: int | None = None,
     compression: str = "none",
+    batch_bytes: int | None = None,
 ) -> None:
-    """Produce and wait for every delivery; raises on the first failed delivery."""
-    producer = confluent_producer(
-        props, **{"enable.idempotence": True, "linger.ms": 5, "compression.type": compression}
-    )
+    """Produce and wait for every delivery; raises on the first failed delivery. `batch_bytes` caps the producer's
+    batches (librdkafka's default makes batches of up to 1 MB)."""
+    settings: dict[str, object] = {"enable.idempotence": True, "linger.ms": 5, "compression.type": compression}
+    if batch_bytes is not None:
+        settings["batch.size"] = batch_bytes
+    producer = confluent_producer(props, **settings)
     errors: list[KafkaError] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
@@ -145,8 +148,13 @@ def read_to_end(props: Mapping[str, str], topic: str, *, timeout_s: float = 60) 
 
 def end_offsets_sum(props: Mapping[str, str], topic: str, partitions: int) -> int:
     """The sum of the end offsets of `topic`'s first `partitions` partitions: how many records it has taken in."""
+    return sum(end_offsets(props, topic, partitions))
+
+
+def end_offsets(props: Mapping[str, str], topic: str, partitions: int) -> list[int]:
+    """The end offsets of `topic`'s first `partitions` partitions, in partition order."""
     consumer = confluent_consumer(props, **{"group.id": "test-ends"})
     try:
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions))
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)]
     finally:
         consumer.close()

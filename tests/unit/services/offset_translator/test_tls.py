@@ -34,7 +34,9 @@ def test_with_a_certificate_it_answers_over_https_only(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while True:
             try:
-                answer = httpx.get(f"https://127.0.0.1:{port}/health", verify=ssl.create_default_context(cafile=str(tls.ca)), timeout=5)
+                answer = httpx.get(
+                    f"https://127.0.0.1:{port}/health", verify=ssl.create_default_context(cafile=str(tls.ca)), timeout=5
+                )
                 break
             except httpx.TransportError:
                 assert process.poll() is None, process.communicate()[0]
