@@ -29,14 +29,19 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_malformed_files_fail_with_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    lines = invalid_lines(tmp_path, text)
+    assert len(lines) == 1, lines
+    assert expected in lines[0]
+
+
+def invalid_lines(tmp_path: Path, text: str) -> list[str]:
+    """The lines `validate-config` prints for a file holding `text`, which it must refuse (exit 2, no traceback)."""
     config = tmp_path / "mm2.properties"
     config.write_text(text)
     result = run_cli("validate-config", str(config))
     assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert expected in lines[0]
     assert "Traceback" not in result.stderr
+    return result.stderr.strip().splitlines()
 
 
 def test_missing_file_is_named(tmp_path: Path) -> None:
@@ -87,12 +92,8 @@ THREE_MISTAKES = (
 
 
 def test_every_mistake_of_a_file_is_named_on_its_own_line_not_only_the_first(tmp_path: Path) -> None:
-    config = tmp_path / "mm2.properties"
-    config.write_text(THREE_MISTAKES)
-    result = run_cli("validate-config", str(config))
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 3, result.stderr
+    lines = invalid_lines(tmp_path, THREE_MISTAKES)
+    assert len(lines) == 3, lines
     assert "'refresh.topics.interval.secods' (did you mean 'refresh.topics.interval.seconds'?)" in lines[0]
     assert "A->B.topics='[orders'" in lines[1]
     assert "tasks.max='many'" in lines[2]
@@ -111,10 +112,6 @@ def test_under_json_every_mistake_is_in_the_errors_list(tmp_path: Path) -> None:
 
 def test_a_required_key_left_out_by_the_search_is_not_reported_as_a_second_mistake(tmp_path: Path) -> None:
     """A malformed value of a required key is the one mistake: its absence, once left out, is not another."""
-    config = tmp_path / "mm2.properties"
-    config.write_text(GOOD.replace("127.0.0.1:9093", "127.0.0.1:x"))
-    result = run_cli("validate-config", str(config))
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+    lines = invalid_lines(tmp_path, GOOD.replace("127.0.0.1:9093", "127.0.0.1:x"))
+    assert len(lines) == 1, lines
     assert "B.bootstrap.servers='127.0.0.1:x'" in lines[0]
