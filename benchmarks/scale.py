@@ -293,7 +293,7 @@ def make_remote_topics(lab: Lab, probe: RemoteEnds, remote: list[str], shape: Sh
     """Create the remote topics before the tool starts and wait until the target broker made every log (each
     partition answers a ListOffsets); the seconds that took. A fresh target makes thousands of logs one by one
     (8-12 ms each on this machine, slower while a tool starts beside it): left to the tools, that time, not
-    theirs, set the catch-up and the time to every partition, and it swung from 17 to 55 s at 4,000."""
+    theirs, set the catch-up and the time to every partition (4,000 logs took 17-50 s in this machine's runs)."""
     began = time.monotonic()
     admin = lab.target_admin()
     create_topics(admin, remote, shape.per_topic)
@@ -590,7 +590,7 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
             "are made on the target first, with the same partitions, and the tool starts once the target broker "
             "made every log (each partition answers a ListOffsets; the notes give how long that took): a fresh "
             "target makes thousands of logs one by one, and left to the tools that time, the same for both and "
-            "swinging from 17 to 55 s at 4,000 partitions, set their catch-up. The tool starts "
+            "17-50 s for 4,000 logs on this machine, set their catch-up. The tool starts "
             "on a fresh flow whose topic regex matches them; the remote topics' end offsets are read every "
             f"{POLL_S:g} s (one batched look-up): *start → first record*, *start → every partition copying* (every "
             "remote partition holds a record) and *first → last* give the catch-up. Then, with the tool still "
