@@ -635,7 +635,7 @@ class BatchProducer:
         if len(ready) < len(keys):
             # a leader may have moved; but mostly a broker creating new partitions has not reached these yet, and
             # metadata that lists every partition of the task, asked after each probe, only adds to its work
-            self._refresh_metadata(self._retry_backoff.max_s or self._retry_backoff.first_s)
+            self._refresh_metadata(self._retry_backoff.max_s)
         self._changed.set()
 
     def _refresh_metadata(self, at_most_every_s: float | None = None) -> None:
