@@ -39,6 +39,8 @@ class _Watched:
     target_next: int | None  # where the copy of `source_next` starts on the target; None: find it through the syncs
     recent: deque[Entry] = field(default_factory=deque)
     deferred_at: int | None = None  # a tail the target did not hold yet was left from here to the next round
+    unplaced_at: int | None = None  # no sync placed the range from here last round (the mirror writes syncs after
+    # the progress that names their records: a partition's first sync may come a moment after its first progress)
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,9 @@ class FlowAudit:
         """Verify what the mirror copied since the last round, up to the byte budget."""
         for key, progress in self._progress_follower.poll():
             self._copied[key] = progress.next_offset
-        self._syncs = SyncIndex.of_more(self._syncs, self._syncs_reader)
         due = self._due()
-        if due:
+        if due:  # (the mirror has copied, so its offset-syncs topic exists)
+            self._syncs = SyncIndex.of_more(self._syncs, self._syncs_reader, self.limits.timeout_s)
             self._verify(due)
         self.totals.lag_records = sum(
             max(0, self._copied.get(key, 0) - watched.source_next) for key, watched in self._watched.items()
@@ -137,6 +139,9 @@ class FlowAudit:
             if end <= watched.source_next:
                 continue
             if watched.target_next is None and not self._syncs.locator(*key):
+                if watched.unplaced_at != watched.source_next:  # its sync may still be on its way: one more round
+                    watched.unplaced_at = watched.source_next
+                    continue
                 self.totals.unplaced += end - watched.source_next  # no sync says where its copy starts
                 self._skip_to(key, watched, end)
                 continue

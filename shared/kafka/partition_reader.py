@@ -70,6 +70,14 @@ class PartitionReader:
         deadline = time.monotonic() + timeout_s
         yield from read_range(self._consumer, self.topic, self._partition.partition, low, high, deadline)
 
+    def read_to_current_end(self, timeout_s: float) -> Iterator[FollowedRecord]:
+        """The records from the reader's place to the end the partition has now (TimeoutError past `timeout_s`): for
+        a follower that must have seen everything written before this moment, not only what its fetches brought."""
+        low, high = self.bounds(timeout_s)
+        start = max(low, self.position())  # the position is negative until the first fetch
+        deadline = time.monotonic() + timeout_s
+        yield from read_range(self._consumer, self.topic, self._partition.partition, start, high, deadline)
+
     def position(self) -> int:
         """The offset the next read starts at (past transaction markers too)."""
         return int(self._consumer.position([self._partition])[0].offset)

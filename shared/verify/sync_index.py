@@ -40,10 +40,10 @@ class SyncIndex:
         return index
 
     @classmethod
-    def of_more(cls, index: SyncIndex, reader: PartitionReader) -> SyncIndex:
-        """`index` with what `reader` (following the offset-syncs topic) has read since the last call."""
-        while records := reader.read(max_records=5000):
-            index.add_records(records)
+    def of_more(cls, index: SyncIndex, reader: PartitionReader, timeout_s: float) -> SyncIndex:
+        """`index` with every sync `reader` (following the offset-syncs topic) finds up to the topic's present end:
+        the syncs written before this moment all count, not only those its fetches happened to bring so far."""
+        index.add_records(reader.read_to_current_end(timeout_s))
         return index
 
     def add_records(self, records: Iterable[FollowedRecord]) -> None:

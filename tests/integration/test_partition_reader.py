@@ -45,3 +45,23 @@ def test_reads_committed_records_from_the_start_or_from_now_on(cluster_a: KafkaC
     finally:
         from_start.close()
         from_now.close()
+
+
+def test_a_follower_reads_everything_written_before_now_not_only_what_its_fetches_brought(
+    cluster_a: KafkaCluster, unique: str
+) -> None:
+    """The audit's syncs: a range counted "unplaced" must mean no sync was written, not that none was fetched yet."""
+    props = cluster_a.client_properties()
+    topic = f"reader-now-{unique}"
+    make_topic(props, topic, 1)
+    produce(props, topic, [(None, f"sync-{i}".encode()) for i in range(2_000)], partition=0)
+    reader = PartitionReader(props, topic, group_id=f"g-{unique}")
+    try:
+        assert reader.read(timeout_s=0) == []  # a new follower has fetched nothing: a zero-wait read sees nothing
+        first = [record.value for record in reader.read_to_current_end(30)]
+        assert first == [f"sync-{i}".encode() for i in range(2_000)]
+        produce(props, topic, [(None, b"later")], partition=0)
+        assert [record.value for record in reader.read_to_current_end(30)] == [b"later"]
+        assert list(reader.read_to_current_end(30)) == []
+    finally:
+        reader.close()
