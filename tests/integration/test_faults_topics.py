@@ -34,7 +34,7 @@ from shared.kafka.topic_admin import TopicAdmin
 from shared.localkafka import KafkaCluster
 from tests.integration.conftest import MIRROR_USER
 from tests.integration.test_topic_sync import write_config
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import delete_topic, make_topic, produce
 from tests.support.replica_check import ReplicaReport, compare_topics
 from tests.support.service_process import ServiceProcess
 
@@ -145,12 +145,6 @@ def mirror_status(props: dict[str, str], flow: str) -> ServiceStatus | None:
     return max(found, key=lambda s: s.ts) if found else None
 
 
-def _delete_topic(props: dict[str, str], topic: str) -> None:
-    admin = confluent_admin(props)
-    for future in admin.delete_topics([topic], operation_timeout=30).values():
-        future.result(timeout=60)
-
-
 def _topic_id(props: dict[str, str], topic: str) -> str | None:
     admin = confluent_admin(props)
     try:
@@ -189,7 +183,7 @@ def test_remote_topic_deleted_while_mirroring_comes_back_complete(
         writer.start()
         wait_until(lambda: end_offsets(b, remote) > 300, 180, "records in the remote topic", mirror, topic_sync)
         old_id = _topic_id(b, remote)
-        _delete_topic(b, remote)
+        delete_topic(b, remote)
         print(f"\ndeleted {remote} after {writer.sent} records were written")
         wait_until(
             lambda: _topic_id(b, remote) not in (None, old_id), 90, "the remote topic recreated", topic_sync, mirror
@@ -230,7 +224,7 @@ def test_source_topic_deleted_stops_only_itself_and_a_recreated_one_is_mirrored_
         mirror.wait_for_log("driver_ready", timeout_s=180)
         writer.start()
         wait_until(lambda: end_offsets(b, f"{source}.{gone}") >= 600, 180, "the first topic mirrored", mirror)
-        _delete_topic(a, gone)
+        delete_topic(a, gone)
         errors_before = len(events(mirror, "mirror_error"))
         mirrored_at_delete = end_offsets(b, f"{source}.{keep}")
 
@@ -282,8 +276,8 @@ def test_topics_made_again_while_data_mirror_was_stopped_are_copied_from_their_s
 
     # While it is stopped both topics are deleted and made again; the new source holds MORE records than the
     # committed position, so only the topic ids kept with the progress tell that these are other records.
-    _delete_topic(a, topic)
-    _delete_topic(b, remote)
+    delete_topic(a, topic)
+    delete_topic(b, remote)
     wait_until(lambda: _topic_id(a, topic) is None and _topic_id(b, remote) is None, 60, "both topics deleted")
     make_topic(a, topic, partitions=2)
     make_topic(b, remote, partitions=2)

@@ -26,7 +26,7 @@ from shared.kafka.factories import (
     confluent_producer,
 )
 from shared.localkafka import KafkaCluster
-from tests.support.kafka_io import consume_all, make_topic, produce
+from tests.support.kafka_io import consume_all, delete_topic, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 
@@ -143,8 +143,7 @@ def test_a_mirrored_topic_deleted_on_the_source_stays_deleted(
     with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as mirror:
         target = consume_all(b.client_properties(), f"A.{topic}", expected=len(source), timeout_s=120)
         assert sorted((r.key, r.value) for r in target) == sorted(source)
-        admin = confluent_admin(a.client_properties())
-        admin.delete_topics([topic])[topic].result(30)
+        delete_topic(a.client_properties(), topic)
         mirror.wait_for_log("source_topic_gone", 60, topic=topic)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # the copy tasks and the driver keep running meanwhile

@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import create_topic
@@ -29,6 +29,25 @@ class Rec:
 def make_topic(props: Mapping[str, str], name: str, partitions: int = 1, **configs: str) -> None:
     """Create a topic (replication factor = broker default)."""
     create_topic(confluent_admin(props), name, partitions=partitions, configs=configs)
+
+
+def delete_topic(props: Mapping[str, str], name: str, timeout_s: float = 180) -> None:
+    """Delete a topic and return once the cluster no longer lists it. A request the cluster leaves unanswered (a
+    CI machine's broker busy for a minute) is asked again with a new client rather than failing the test there."""
+    deadline, last = time.monotonic() + timeout_s, "no answer"
+    while time.monotonic() < deadline:
+        admin = confluent_admin(props)
+        if name not in admin.list_topics(timeout=30).topics:
+            return
+        try:
+            admin.delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if not isinstance(error, KafkaError) or error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                last = str(exc)
+        except TimeoutError:
+            last = "the delete request was not answered within 60 s"
+    raise AssertionError(f"topic {name} still listed after {timeout_s:.0f} s: {last}")
 
 
 def produce(
