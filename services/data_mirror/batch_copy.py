@@ -40,6 +40,7 @@ from shared.kafka.record_batches import (
     CommittedFilter,
     SourceBatch,
     SourceRecord,
+    TargetBatch,
     encode_records,
     for_target,
     read_batches,
@@ -61,10 +62,11 @@ DEFAULT_TARGET_BATCH_BYTES = 16_384  # Kafka's producer default batch.size, when
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
 FETCH_RETRY_BACKOFF_S = 0.1
-# One fetch brings at most this share of the byte bound: its response is held twice while it is decoded (the
-# response, then each partition's record set) and a third time as the batches made for the target, so a fetch of the
-# whole bound made a worker's memory peak at three times it once a fetch had enough partitions to fill it (hundreds;
-# a dozen partitions bring at most a dozen max.partition.fetch.bytes). Smaller fetches in a row fill the same room.
+# One fetch brings at most this share of the byte bound: its response is held twice while it arrives (the
+# connection's read buffer, then the response's own bytes), so a fetch of the whole room made a worker's memory peak
+# near twice the bound once a fetch had enough partitions to fill it (hundreds; a dozen partitions bring at most a
+# dozen max.partition.fetch.bytes). Smaller fetches in a row fill the same room. (Decoding and forwarding add no copy:
+# record sets and forwarded batches are views of the response, `fetch_response` and `record_batches.TargetBatch`.)
 FETCH_SHARE_OF_BUFFER = 4
 
 
@@ -485,7 +487,7 @@ class BatchCopier:
         if age > part.age_ms_max:
             part.age_ms_max = age
 
-    def _queue(self, part: PartitionCopy, payload: bytearray, upstream: Sequence[int], newest_ms: float) -> None:
+    def _queue(self, part: PartitionCopy, payload: TargetBatch, upstream: Sequence[int], newest_ms: float) -> None:
         part.in_flight.append(upstream[0])
         note = (part, upstream, newest_ms)
         self._link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))

@@ -30,7 +30,6 @@ from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.errors import for_code
 from aiokafka.protocol.offset import OffsetRequest
-from aiokafka.protocol.produce import ProduceRequest
 from aiokafka.protocol.transaction import InitProducerIdRequest
 from aiokafka.structs import TopicPartition
 
@@ -56,7 +55,8 @@ from shared.kafka.leader_epochs import (
     epoch_end_answers,
 )
 from shared.kafka.leader_epochs import leader_epochs as epochs_of
-from shared.kafka.record_batches import with_sequence
+from shared.kafka.produce_request import BatchProduceRequest
+from shared.kafka.record_batches import TargetBatch
 from shared.retry import Backoff, retry_async
 
 PartitionKey = tuple[str, int]
@@ -136,7 +136,7 @@ class PartitionFetch:
     last_stable_offset: int
     log_start_offset: int
     aborted: list[tuple[int, int]]
-    records: bytes
+    records: bytes | memoryview  # a view of the Fetch response (`fetch_response`)
 
 
 class BatchFetcher:
@@ -267,7 +267,7 @@ class OutgoingBatch:
     """A batch made for the target (producer fields still unset) and the caller's note of what it holds."""
 
     key: PartitionKey
-    payload: bytearray
+    payload: TargetBatch
     records: int
     note: Any
     sequence: int = -1
@@ -465,7 +465,7 @@ class BatchProducer:
             if head.sequence < 0:
                 head.sequence = lane.next_sequence
                 lane.next_sequence = (lane.next_sequence + head.records) % SEQUENCE_WRAP
-                head.payload = with_sequence(head.payload, self.producer_id, self.producer_epoch, head.sequence)
+                head.payload.set_producer(self.producer_id, self.producer_epoch, head.sequence)
             lane.in_flight.append(head)
             by_node.setdefault(node, {})[key] = head
         for node, batches in by_node.items():
@@ -513,10 +513,10 @@ class BatchProducer:
             self._changed.set()  # a request slot is free again
 
     async def _send_request(self, node: int, batches: dict[PartitionKey, OutgoingBatch]) -> None:
-        by_topic: dict[str, list[tuple[int, bytes | bytearray]]] = {}
+        by_topic: dict[str, list[tuple[int, TargetBatch]]] = {}
         for (topic, partition), batch in batches.items():
-            by_topic.setdefault(topic, []).append((partition, batch.payload))  # (encoded as it is sent: no copy)
-        request = ProduceRequest(None, ACKS_ALL, self._timeout_ms, list(by_topic.items()))
+            by_topic.setdefault(topic, []).append((partition, batch.payload))
+        request = BatchProduceRequest(ACKS_ALL, self._timeout_ms, list(by_topic.items()))
         answers: dict[PartitionKey, tuple[int, int]] = {}
         try:
             response = await self._client.send(node, request)
@@ -573,6 +573,7 @@ class BatchProducer:
         one that had landed is answered with its first offset again (the broker remembers the last five)."""
         lane.in_flight.remove(batch)
         lane.resend = True
+        batch.payload.detach()  # it waits for a retry: the response its records came in need not wait with it
         lane.queued.appendleft(batch)
         if not lane.in_flight:
             lane.queued = deque(sorted(lane.queued, key=lambda queued: queued.order))

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.fetch import FetchRequest_v11
 from aiokafka.protocol.types import Array, Boolean, Int16, Int32, Int64, Schema, String
 from aiokafka.structs import TopicPartition
 
 from shared.kafka.factories import aio_client
+from shared.kafka.fetch_response import ViewFetchRequest_v11
 
 PartitionKey = tuple[str, int]
 NO_EPOCH = -1
@@ -82,8 +82,9 @@ def leader_epochs(response: MetadataResponse_v7) -> dict[PartitionKey, int]:
     }
 
 
-class EpochFetchRequest(Request[FetchRequest_v11]):  # type: ignore[misc]
-    """Fetch v11 carrying each partition's current leader epoch (-1: not known), in a fetch session or not."""
+class EpochFetchRequest(Request[ViewFetchRequest_v11]):  # type: ignore[misc]
+    """Fetch v11 carrying each partition's current leader epoch (-1: not known), in a fetch session or not; the
+    answer's records are views of the response (`fetch_response`)."""
 
     API_KEY = 1
 
@@ -102,7 +103,7 @@ class EpochFetchRequest(Request[FetchRequest_v11]):  # type: ignore[misc]
         self._max_wait_ms, self._max_bytes, self._isolation = max_wait_ms, max_bytes, isolation_level
         self._partitions, self._session, self._forgotten = partitions, session, forgotten
 
-    def build(self, request_struct_class: type[FetchRequest_v11]) -> FetchRequest_v11:
+    def build(self, request_struct_class: type[ViewFetchRequest_v11]) -> ViewFetchRequest_v11:
         by_topic: dict[str, list[tuple[int, int, int, int, int]]] = {}
         for (topic, partition), (offset, epoch, max_bytes) in self._partitions.items():
             by_topic.setdefault(topic, []).append((partition, epoch, offset, -1, max_bytes))

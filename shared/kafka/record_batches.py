@@ -10,7 +10,12 @@ A batch that cannot go as it is (a head before the fetch position, offset gaps l
 timestamps, an old message format, or a target refusal) is re-encoded record by record with aiokafka's
 builder; the upstream offset of each record is kept beside it, so offset syncs stay exact.
 
-Pure: no I/O. The wire layout comes from aiokafka's record module (`DefaultRecordBatch`, its builder, CRC-32C).
+A forwarded batch is never copied: `TargetBatch` holds its rewritten 61-byte header beside a view of its records
+in the fetch response they came in, and the Produce request is written from the two (`produce_request`).
+
+Pure: no I/O. The wire layout comes from aiokafka's record module (`DefaultRecordBatch`, its builder); CRC-32C from
+the `crc32c` package (hardware instructions where the CPU has them: a dozen times aiokafka's table code, and it
+continues a checksum over a second buffer, which a header kept apart from its records needs).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatch
-from aiokafka.record.util import calc_crc32c
+from crc32c import crc32c
 
 _HEADER = struct.Struct(
     ">q"  # base offset
@@ -41,6 +46,7 @@ _HEADER = struct.Struct(
     "i"  # record count
 )
 _LOG_OVERHEAD = 12  # base offset + length: every message format starts with them
+HEADER_BYTES = _HEADER.size  # 61: a v2 batch's header, before its records
 _MAGIC_AT = 16
 _CRC_AT = 17
 _ATTRIBUTES_AT = 21
@@ -117,7 +123,7 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
         raw = view[position:end]
         if raw[_MAGIC_AT] >= 2:
             fields = _HEADER.unpack_from(raw)
-            computed = calc_crc32c(raw[_ATTRIBUTES_AT:])  # the fetched bytes as they are, not a copy
+            computed = crc32c(raw[_ATTRIBUTES_AT:])  # the fetched bytes as they are, not a copy
             batches.append(
                 SourceBatch(
                     raw=raw,
@@ -193,24 +199,52 @@ def _is_abort_marker(batch: SourceBatch) -> bool:
     return False
 
 
-def for_target(batch: SourceBatch, producer_id: int, producer_epoch: int, base_sequence: int) -> bytearray:
-    """The batch as the target must receive it: base offset 0, no leader epoch, our producer, not transactional."""
-    out = bytearray(batch.raw)
-    struct.pack_into(">q", out, 0, 0)
-    _LEADER_EPOCH.pack_into(out, 12, NO_LEADER_EPOCH)
+class TargetBatch:
+    """A v2 batch made for the target: its header, ours to rewrite (base offset, leader epoch, attributes, producer,
+    CRC), and its records as they are. A forwarded batch's records stay a view of the fetch response they came in
+    (`detach` copies them, for a batch that outlives its first attempt: one slow partition must not keep a whole
+    response alive while the byte bound counts only its own batch)."""
+
+    __slots__ = ("body", "head")
+
+    def __init__(self, head: bytearray, body: bytes | bytearray | memoryview) -> None:
+        self.head = head
+        self.body = body
+
+    @classmethod
+    def of(cls, encoded: bytes | bytearray) -> TargetBatch:
+        """A whole encoded batch (`encode_records`' own bytes): its header copied apart, its records viewed."""
+        return cls(bytearray(encoded[:HEADER_BYTES]), memoryview(encoded)[HEADER_BYTES:])
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.body)
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.head) + bytes(self.body)
+
+    def set_producer(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Our producer's id, epoch and the batch's first sequence, CRC recomputed over header and records."""
+        _PRODUCER.pack_into(self.head, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
+        crc = crc32c(self.body, crc32c(memoryview(self.head)[_ATTRIBUTES_AT:]))
+        struct.pack_into(">I", self.head, _CRC_AT, crc)
+
+    def detach(self) -> None:
+        """Hold the records in bytes of its own, not as a view of the response they came in."""
+        if isinstance(self.body, memoryview):
+            self.body = self.body.tobytes()
+
+
+def for_target(batch: SourceBatch, producer_id: int, producer_epoch: int, base_sequence: int) -> TargetBatch:
+    """The batch as the target must receive it: base offset 0, no leader epoch, our producer, not transactional.
+    Its records are not copied: the new header goes with a view of them."""
+    head = bytearray(batch.raw[:HEADER_BYTES])
+    struct.pack_into(">q", head, 0, 0)
+    _LEADER_EPOCH.pack_into(head, 12, NO_LEADER_EPOCH)
     attributes = batch.attributes & ~(TRANSACTIONAL_FLAG | CONTROL_FLAG)
-    struct.pack_into(">h", out, _ATTRIBUTES_AT, attributes)
-    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
-    struct.pack_into(">I", out, _CRC_AT, calc_crc32c(out[_ATTRIBUTES_AT:]))
+    struct.pack_into(">h", head, _ATTRIBUTES_AT, attributes)
+    out = TargetBatch(head, batch.raw[HEADER_BYTES:])
+    out.set_producer(producer_id, producer_epoch, base_sequence)
     return out
-
-
-def with_sequence(encoded: bytearray, producer_id: int, producer_epoch: int, base_sequence: int) -> bytearray:
-    """`encoded` (a batch made for the target) with another producer state, CRC recomputed, in place (the batch is
-    the caller's own copy: a second one per batch sent would add the whole in-flight data to the task's memory)."""
-    _PRODUCER.pack_into(encoded, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
-    struct.pack_into(">I", encoded, _CRC_AT, calc_crc32c(memoryview(encoded)[_ATTRIBUTES_AT:]))
-    return encoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,9 +273,9 @@ def records_of(batch: SourceBatch, from_offset: int = 0) -> list[SourceRecord]:
     return records
 
 
-def encode_records(records: Sequence[SourceRecord], compression: int) -> bytearray:
+def encode_records(records: Sequence[SourceRecord], compression: int) -> TargetBatch:
     """A v2 batch for the target holding `records` back to back (offset deltas 0..n-1), no producer yet."""
     builder = DefaultRecordBatchBuilder(2, compression, 0, NO_PRODUCER_ID, -1, -1, UNLIMITED_BATCH_BYTES)
     for index, record in enumerate(records):
         builder.append(index, record.timestamp, record.key, record.value, list(record.headers))
-    return bytearray(builder.build())
+    return TargetBatch.of(builder.build())

@@ -29,6 +29,7 @@ from shared.kafka.error_codes import (
     TOPIC_AUTHORIZATION_FAILED,
     UNKNOWN_SERVER_ERROR,
 )
+from shared.kafka.record_batches import TargetBatch
 from shared.records.progress import ProgressKey
 from shared.retry import Backoff
 from tests.unit.services.data_mirror.test_copy_task import _spec
@@ -45,7 +46,7 @@ class RecordingBroker(_Broker):
         super().__init__()
         self.written: list[bytes | None] = []
 
-    def answer(self, payload: bytes) -> tuple[int, int]:
+    def answer(self, payload: TargetBatch) -> tuple[int, int]:
         before = len(self.log)
         error, offset = super().answer(payload)
         if error == 0 and len(self.log) > before:

@@ -26,6 +26,7 @@ from shared.kafka.error_codes import (
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     UNKNOWN_SERVER_ERROR,
 )
+from shared.kafka.record_batches import TargetBatch
 from shared.retry import Backoff
 
 TOPIC = "A.orders"
@@ -51,9 +52,9 @@ class _Broker:
         self._count = 0
         self.cluster = _Cluster()
 
-    def answer(self, payload: bytes) -> tuple[int, int]:
-        sequence = struct.unpack_from(">i", payload, 53)[0]
-        count = struct.unpack_from(">i", payload, 57)[0]
+    def answer(self, payload: TargetBatch) -> tuple[int, int]:
+        sequence = struct.unpack_from(">i", payload.head, 53)[0]
+        count = struct.unpack_from(">i", payload.head, 57)[0]
         if self.script:
             return self.script.popleft(), -1
         for written, first in self.log[-5:]:
@@ -89,7 +90,7 @@ def _batch(records: int, note: str) -> OutgoingBatch:
     builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
     for i in range(records):
         builder.append(i, 1_000, None, f"{note}-{i}".encode(), [])
-    return OutgoingBatch((TOPIC, 0), bytearray(builder.build()), records, note)
+    return OutgoingBatch((TOPIC, 0), TargetBatch.of(builder.build()), records, note)
 
 
 async def _run(producer: BatchProducer, until: int) -> list[Landed]:
@@ -182,7 +183,7 @@ async def test_a_broker_answering_unknown_server_error_is_a_refusal_the_caller_s
 
 
 def _sized(partition: int, size: int) -> OutgoingBatch:
-    return OutgoingBatch((TOPIC, partition), bytearray(size), 1, None)
+    return OutgoingBatch((TOPIC, partition), TargetBatch.of(bytearray(size)), 1, None)
 
 
 def test_produce_requests_are_split_at_the_request_size_keeping_every_batch_once_and_in_order() -> None:
@@ -240,7 +241,7 @@ class _SlowBroker:
         answers = []
         for topic, parts in request._topics:
             for partition, payload in parts:
-                self.written.append((partition, struct.unpack_from(">i", payload, 53)[0]))
+                self.written.append((partition, struct.unpack_from(">i", payload.head, 53)[0]))
                 answers.append((topic, [(partition, 0, len(self.written))]))
         return type("Response", (), {"topics": answers})()
 
@@ -251,7 +252,7 @@ class _SlowBroker:
 def _big_batch(partition: int, note: str) -> OutgoingBatch:
     builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
     builder.append(0, 1_000, None, bytes(300_000), [])
-    return OutgoingBatch((TOPIC, partition), bytearray(builder.build()), 1, note)
+    return OutgoingBatch((TOPIC, partition), TargetBatch.of(builder.build()), 1, note)
 
 
 @pytest.mark.asyncio
@@ -291,7 +292,7 @@ async def test_a_partition_failing_again_and_again_waits_longer_each_time_up_to_
     attempts: list[float] = []
     answer = broker.answer
 
-    def timed(payload: bytes) -> tuple[int, int]:
+    def timed(payload: TargetBatch) -> tuple[int, int]:
         attempts.append(time.monotonic())
         return answer(payload)
 
