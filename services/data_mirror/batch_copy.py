@@ -65,8 +65,8 @@ FETCH_RETRY_BACKOFF_S = 0.1
 # One fetch brings at most this share of the byte bound: its response is held twice while it arrives (the
 # connection's read buffer, then the response's own bytes), so a fetch of the whole room made a worker's memory peak
 # near twice the bound once a fetch had enough partitions to fill it (hundreds; a dozen partitions bring at most a
-# dozen max.partition.fetch.bytes). Smaller fetches in a row fill the same room. (Decoding and forwarding add no copy:
-# record sets and forwarded batches are views of the response, `fetch_response` and `record_batches.TargetBatch`.)
+# dozen max.partition.fetch.bytes). Smaller fetches in a row fill the same room. (Decoding adds no copy, record sets
+# are views of the response, `fetch_response`; forwarding copies each batch's records out of it, once.)
 FETCH_SHARE_OF_BUFFER = 4
 
 

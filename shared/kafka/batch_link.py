@@ -573,7 +573,6 @@ class BatchProducer:
         one that had landed is answered with its first offset again (the broker remembers the last five)."""
         lane.in_flight.remove(batch)
         lane.resend = True
-        batch.payload.detach()  # it waits for a retry: the response its records came in need not wait with it
         lane.queued.appendleft(batch)
         if not lane.in_flight:
             lane.queued = deque(sorted(lane.queued, key=lambda queued: queued.order))

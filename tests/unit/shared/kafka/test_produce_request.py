@@ -22,12 +22,10 @@ def _encoded(values: list[bytes]) -> bytes:
 )
 def test_the_request_is_what_aiokafka_encodes_for_the_same_batches(ours: type, theirs: type) -> None:
     fetched = _encoded([b"a" * 300, b"b" * 10])
-    forwarded = for_target(read_batches(fetched)[0], 41, 3, 17)  # records as a view of the "response"
+    forwarded = for_target(read_batches(fetched)[0], 41, 3, 17)
     made = TargetBatch.of(bytearray(_encoded([b"progress"])))
     made.set_producer(41, 3, 0)
     topics = [("A.orders", [(0, forwarded), (5, made)]), ("A.audit-é", [(2, made)])]
     request = BatchProduceRequest(-1, 30_000, topics).build(ours)
     expected = theirs(None, -1, 30_000, [(topic, [(p, bytes(b)) for p, b in parts]) for topic, parts in topics])
     assert request.encode() == expected.encode()
-    assert isinstance(forwarded.body, memoryview)
-    assert forwarded.body.obj is fetched  # the records were never copied before the request

@@ -167,18 +167,3 @@ def test_a_batch_whose_bytes_do_not_match_its_crc_is_marked_corrupt_and_the_othe
     assert first.corrupt is None
     assert second.corrupt is not None
     assert "CRC-32C" in second.corrupt
-
-
-def test_a_forwarded_batch_views_the_fetched_bytes_until_it_is_detached_for_a_retry() -> None:
-    source = _batch(50, 4, producer=3)
-    (batch,) = read_batches(source)
-    out = for_target(batch, 77, 2, 9)
-    assert isinstance(out.body, memoryview)
-    assert out.body.obj is source  # no copy on the way to the target
-    out.detach()
-    assert isinstance(out.body, bytes)
-    out.set_producer(77, 2, 30)  # a retry's producer fields, over records held apart from the response
-    decoded = DefaultRecordBatch(bytes(out))
-    assert decoded.validate_crc()
-    assert decoded.base_sequence == 30
-    assert bytes(out)[HEADER:] == source[HEADER:]
