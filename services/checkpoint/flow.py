@@ -429,9 +429,15 @@ class FlowCheckpointer(FlowUnit):
         committed_ms = source.table.last_commit_ms if isinstance(source, StreamedSourceGroups) else {}
         latency = self._metrics.latency_ms.labels(self.flow.name)
         commit_latency = self._metrics.commit_latency_ms.labels(self.flow.name)
+        mm2_latencies = self._metrics.mm2_latencies
         for count, (checkpoint, log_offset) in enumerate(zip(new, log_offsets, strict=True), start=1):
             self.table.apply(checkpoint, log_offset)
             latency.observe(acked_ms - read_ms)
+            if mm2_latencies is not None:
+                mm2_latencies.observe(
+                    self.flow.source, self.flow.target, checkpoint.group, checkpoint.topic, checkpoint.partition,
+                    acked_ms - read_ms,
+                )  # fmt: skip
             commit_ms = committed_ms.get(checkpoint.group)
             if changed_only and commit_ms is not None:
                 commit_latency.observe(max(0.0, acked_ms - commit_ms))

@@ -1,8 +1,11 @@
-"""checkpoint's Prometheus metrics; every label set is bounded (flow only), never per group or partition."""
+"""checkpoint's Prometheus metrics; Strait's own are per flow, never per group or partition (MM2's names, which
+are per group-partition as MM2's are, come from `mm2_metric_names`)."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from services.checkpoint.mm2_metric_names import CheckpointLatencies
 
 PREFIX = "strait_checkpoint"
 # MM2's checkpoint-latency-ms per group-partition would be 10,000 groups x partitions series; a histogram
@@ -13,7 +16,11 @@ LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 300
 class CheckpointMetrics:
     """Latency, groups and partitions checkpointed, translation misses, group offset sync, shards."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, *, mm2_names: bool = False) -> None:
+        self.mm2_latencies: CheckpointLatencies | None = None  # per group-partition, MM2's names (opt-out)
+        if mm2_names:
+            self.mm2_latencies = CheckpointLatencies()
+            registry.register(self.mm2_latencies)
         self.latency_ms = Histogram(
             f"{PREFIX}_latency_ms",
             "MM2's checkpoint-latency-ms: from reading a group's offsets on the source to the checkpoint's ack",

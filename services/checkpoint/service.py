@@ -37,6 +37,6 @@ class CheckpointService(Service):
 
 def build(settings: CheckpointSettings, config: MirrorMakerConfig, registry: CollectorRegistry) -> CheckpointService:
     """The service for the flows `settings.flows` names, or every enabled flow."""
-    metrics = CheckpointMetrics(registry)
+    metrics = CheckpointMetrics(registry, mm2_names=settings.mm2_metric_names)
     flows = [FlowCheckpointer(flow, settings, metrics) for flow in selected_flows(config, settings.flows)]
     return CheckpointService(flows)

@@ -12,6 +12,9 @@ class CheckpointSettings(ServiceSettings):
 
     metrics_port: int = Field(default=9404, ge=0, le=65535, description="0 picks a free port")
     status_interval_s: float = Field(default=5.0, gt=0, description="seconds between status records per flow")
+    mm2_metric_names: bool = Field(
+        default=True, description="also export checkpoint latency per group-partition under MM2's (Strimzi's) names"
+    )
     shards: int = Field(
         default=16,
         ge=1,

@@ -172,6 +172,16 @@ async def test_checkpoints_point_at_the_next_unconsumed_record_and_mm2_reads_the
     assert mm2_answer == strait_answer
     assert registry.get_sample_value("strait_checkpoint_records_total", {"flow": flow.name}) == 2
     assert registry.get_sample_value("strait_checkpoint_latency_ms_count", {"flow": flow.name}) == 2
+    # MM2's checkpoint-latency-ms per group-partition (Strimzi's names): both written in one round, one latency
+    both = registry.get_sample_value("strait_checkpoint_latency_ms_sum", {"flow": flow.name})
+    assert both is not None
+    one_round = both / 2
+    for partition in consumed:
+        labels = {"source": flow.source, "target": flow.target, "group": group, "topic": flow.remote}
+        labels["partition"] = str(partition)
+        for attribute in ("", "_min", "_max", "_avg"):
+            name = f"kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms{attribute}"
+            assert registry.get_sample_value(name, labels) == pytest.approx(one_round), name
 
 
 async def test_offset_syncs_stored_on_the_target_are_read_there(

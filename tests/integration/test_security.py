@@ -36,6 +36,7 @@ FILE_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
 
 STANDARD_METRICS = ("process_resident_memory_bytes", "python_gc_objects_collected_total", "strait_build_info{")
 MM2_SOURCE_PREFIX = "kafka_connect_mirror_mirrorsourceconnector_"
+MM2_CHECKPOINT_PREFIX = "kafka_connect_mirror_mirrorcheckpointconnector_"
 
 
 def _summed(page: str, name: str, **labels: str) -> float:
@@ -251,6 +252,14 @@ def test_all_services_over_sasl_ssl_keep_secrets_out_of_logs_and_metrics(
         mm2_named = _summed(mirror_page, f"{MM2_SOURCE_PREFIX}record_count", topic=remote, source="A", target="B")
         own = _summed(mirror_page, "strait_mirror_record_count_total", topic=remote)
         assert mm2_named == own >= 200, (mm2_named, own)
+        # checkpoint's latency per group-partition under the names Strimzi gives MM2's checkpoint connector
+        checkpoint_page = pages["checkpoint/metrics"]
+        latency = f"{MM2_CHECKPOINT_PREFIX}checkpoint_latency_ms"
+        labels = {"source": "A", "target": "B", "group": group, "topic": remote, "partition": "0"}
+        assert any(
+            line.startswith(latency + "{") and all(f'{key}="{value}"' in line for key, value in labels.items())
+            for line in checkpoint_page.splitlines()
+        ), f"no {latency} for {labels}"
     finally:
         _stop_all(processes)
 
