@@ -150,7 +150,9 @@ def _steady_dict(steady: Steady) -> dict[str, Any]:
 
 
 def run(options: BenchOptions, lab: Lab) -> Section:
-    """Per repeat and shape: Strait, then MM2, then the floor (the loads with no replicator, Kafka's own copy).
+    """Per repeat and shape: the two tools, Strait first in odd repeats and MM2 first in even ones (the tool that
+    runs second finds the brokers warmer: the order must not favour either), then the floor (the loads with no
+    replicator, Kafka's own copy).
 
     A measurement that fails (a load generator the broker did not answer in time, a tool that exited) is named in
     the notes and the others go on: at 4,000 partitions one slow moment must not cost the section every run."""
@@ -162,7 +164,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
     with replica_bench(options, []) as follower:
         for repeat in range(1, options.repeats + 1):
             for shape in shapes(options.quick):
-                for tool in TOOLS:
+                for tool in TOOLS if repeat % 2 else tuple(reversed(TOOLS)):
                     done = attempt(
                         f"{shape.partitions:,} partitions, {tool}",
                         repeat,
@@ -607,7 +609,8 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
             "window divided by its length (every process: for Strait topic-sync, data-mirror, Spark's JVM and "
             "Python workers); *steady RSS* their summed resident memory at its end. Last, the same rate on the 10 "
             "partitions of one topic while every other partition stays idle. Cells are medians of the runs "
-            f"({options.repeats} per tool and shape, Strait and MM2 alternating); *late* sums the window records "
+            f"({options.repeats} per tool and shape, Strait and MM2 in turn: Strait first in odd repeats, MM2 in even "
+            "ones); *late* sums the window records "
             f"that had not arrived {DRAIN_TIMEOUT_S} s after the load stopped. The ratio row divides Strait's "
             "median by MM2's: above 1 is better for Strait in the rate column, below 1 in every other."
         ),

@@ -89,6 +89,8 @@ def main(
             results.extend(_replication_checks(clock))
             results.append(checks.wait_for(checks.prometheus_targets_up(PROMETHEUS_URL), timeout_s=90))
             results.append(checks.dashboard_metrics_scraped(PROMETHEUS_URL))
+            # (rates need two scrapes over their window after the records: waited for, not assumed)
+            results.append(checks.wait_for(checks.dashboard_panels_answered(PROMETHEUS_URL), timeout_s=180))
     finally:
         if not keep_running:
             clock.say("docker compose down -v")

@@ -298,6 +298,43 @@ def dashboard_metrics_scraped(prometheus_url: str) -> Check:
     return Check(name, True, f"{len(used)} names, {with_samples} with samples, the rest declared (no event yet)")
 
 
+def dashboard_panel_queries() -> dict[str, list[str]]:
+    """Each Grafana panel's title and its PromQL queries, with the dashboard's `$flow` variable at "All"."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return {
+        panel["title"]: [target["expr"].replace("$flow", ".*") for target in panel["targets"]]
+        for panel in dashboard["panels"]
+        if panel.get("targets")
+    }
+
+
+def dashboard_panels_answered(prometheus_url: str) -> Callable[[], Check]:
+    """A probe: every panel of the dashboard has a query that Prometheus answers with at least one series (a
+    panel showing "No data" on a running stack charts a name no service exports, or a label it does not have)."""
+    name = "every Grafana panel's queries return data"
+
+    def probe() -> Check:
+        empty: list[str] = []
+        panels = dashboard_panel_queries()
+        for title, queries in panels.items():
+            answered = False
+            for query in queries:
+                try:
+                    reply = httpx.get(f"{prometheus_url}/api/v1/query", params={"query": query}, timeout=10).json()
+                except (httpx.HTTPError, ValueError) as exc:
+                    return Check(name, False, f"{prometheus_url}: {exc}")
+                if reply.get("status") != "success":
+                    return Check(name, False, f"{title!r}: {query} refused: {reply.get('error')}")
+                answered = answered or bool(reply["data"]["result"])
+            if not answered:
+                empty.append(title)
+        if empty:
+            return Check(name, False, f"no data in {len(empty)} of {len(panels)} panels: {', '.join(empty)}")
+        return Check(name, True, f"{len(panels)} panels answered")
+
+    return probe
+
+
 def run_id() -> str:
     """A short id that marks this run's records and group."""
     return uuid.uuid4().hex[:12]
