@@ -5,6 +5,8 @@ scripts/compose-check installs Docker, the compose plugin and debootstrap first,
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +21,7 @@ from shared.config.mm2 import load_mm2_config
 
 CONFIG = REPO / "deploy" / "config" / "local-two-cluster.properties"
 TRANSLATOR_URL = "http://localhost:8080"
+TOKEN_VARIABLE = "STRAIT_TRANSLATOR_TOKEN"
 PROMETHEUS_URL = "http://localhost:9090"
 RECORDS = 200
 
@@ -54,6 +57,9 @@ def main(
 ) -> None:
     """Build the images, run the compose stack and check it end to end; exit 1 on any failure."""
     clock = Clock()
+    # The translator serves failover on its published port only with a token (docker-compose.yml reads it from the
+    # environment of `docker compose up`): a fresh one per run unless the caller set one.
+    os.environ.setdefault(TOKEN_VARIABLE, secrets.token_urlsafe(24))
     workdir = workdir.resolve()  # Maven and docker resolve relative paths against other directories
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "compose-check.log"
@@ -129,7 +135,8 @@ def _replication_checks(clock: Clock) -> list[checks.Check]:
     if not answer.passed:
         return [reached, answer]
     clock.say(f"failing {group} over to B through the translator")
-    return [reached, answer, checks.failover_moves_group(TRANSLATOR_URL, flow, group, trip)]
+    token = os.environ[TOKEN_VARIABLE]
+    return [reached, answer, checks.failover_moves_group(TRANSLATOR_URL, token, flow, group, trip)]
 
 
 def _show_logs(services: list[str], log: Path) -> None:

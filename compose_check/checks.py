@@ -225,13 +225,17 @@ def translator_answer(translator_url: str, flow: FlowConfig, group: str, trip: R
     return probe
 
 
-def failover_moves_group(translator_url: str, flow: FlowConfig, group: str, trip: RecordTrip) -> Check:
-    """POST the failover for `group`; then its committed offsets on B must be the exact resume points."""
-    name = f"failover through the translator commits {group} on B where it resumes"
+def failover_moves_group(translator_url: str, token: str, flow: FlowConfig, group: str, trip: RecordTrip) -> Check:
+    """POST the failover for `group` without the translator's token (refused) and with it; then the group's
+    committed offsets on B must be the exact resume points."""
+    name = f"failover through the translator commits {group} on B where it resumes (refused without the token)"
     url = f"{translator_url}/v1/flows/{flow.source}/{flow.target}/failover"
     expected = expected_target_offsets(trip)
     try:
-        response = httpx.post(url, json={"group": group}, timeout=30)
+        anonymous = httpx.post(url, json={"group": group}, timeout=30)
+        if anonymous.status_code != 401:
+            return Check(name, False, f"POST {url} without the token: HTTP {anonymous.status_code}, not 401")
+        response = httpx.post(url, json={"group": group}, headers={"Authorization": f"Bearer {token}"}, timeout=30)
     except httpx.HTTPError as exc:
         return Check(name, False, f"POST {url}: {exc}")
     if response.status_code != 200 or not response.json().get("applied"):
@@ -244,7 +248,8 @@ def failover_moves_group(translator_url: str, flow: FlowConfig, group: str, trip
         consumer.close()
     if committed != expected:
         return Check(name, False, f"committed on B {committed}, expected {expected}")
-    return Check(name, True, f"HTTP 200, applied; {len(committed)} partitions committed on B at the exact offsets")
+    detail = f"401 without the token; with it HTTP 200, applied, {len(committed)} partitions at the exact offsets on B"
+    return Check(name, True, detail)
 
 
 # -- Prometheus and the dashboard --------------------------------------------------------------------------------
