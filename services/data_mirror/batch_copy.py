@@ -47,6 +47,7 @@ from shared.kafka.record_batches import (
     records_of,
 )
 
+FetchKey = tuple[int, int]  # (source leader, fetch lane)
 MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this many wait for the target
 # A fetch that brings several small batches of a partition (a backlog of a producer that sends few records per
 # batch) merges them: a partition has at most five batches in flight, so tiny ones would cap the copy far below
@@ -108,13 +109,14 @@ class BatchCopier:
         self.fetching: dict[PartitionKey, Fetching] = {}
         self.records = 0
         self.read_errors = 0
-        self._fetches: dict[int, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
+        self._fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
         self._refreshed = 0.0
         self._refreshing: asyncio.Future[None] | None = None
         self._rotation = 0
         self._node_retry_at: dict[int, float] = {}
-        self._fetch_limits: dict[int, int] = {}  # source leader -> the bytes its fetch under way may bring
-        self._fetched_from: set[int] = set()  # the source leaders the last round of fetches went to
+        self._fetch_limits: dict[FetchKey, int] = {}  # (source leader, lane) -> the bytes its fetch may bring
+        self._fetched_from: set[FetchKey] = set()
+        self._order: dict[PartitionKey, int] = {}  # the leaders' lanes the last round of fetches went to
         self._validations: dict[PartitionKey, asyncio.Task[tuple[int, int]]] = {}
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
         self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
@@ -139,6 +141,7 @@ class BatchCopier:
     def assign(self, parts: dict[PartitionKey, PartitionCopy]) -> None:
         self.parts = parts
         self.fetching = {key: Fetching(part.position) for key, part in parts.items()}
+        self._order = {key: index for index, key in enumerate(sorted(parts))}  # spreads partitions over lanes
 
     def hold(self, part: PartitionCopy) -> None:
         part.paused = True
@@ -197,11 +200,11 @@ class BatchCopier:
         self._take_landed()  # first: a refusal rewinds its partition before newer data is queued
         self._take_validations()
         self._rewind_diverged()
-        for node, fetch in list(fetches.items()):
+        for lane, fetch in list(fetches.items()):
             if fetch.done():
-                del fetches[node]
-                self._fetch_limits.pop(node, None)
-                self._take_fetch(node, fetch)
+                del fetches[lane]
+                self._fetch_limits.pop(lane, None)
+                self._take_fetch(lane[0], fetch)
         self._send_progress()
         self._link.producer.pump()
 
@@ -228,15 +231,15 @@ class BatchCopier:
         answered.cancel()
         self.clock.now_ms = time.time() * 1000
 
-    def _start_fetches(self, fetches: dict[int, asyncio.Task[dict[PartitionKey, PartitionFetch]]]) -> None:
+    def _start_fetches(self, fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]]) -> None:
         if self._fetched_from and self._fetched_from <= fetches.keys():
             return  # every leader of the last round still fetches: the partitions are looked at when one answers
-        by_node: dict[int, dict[tuple[str, int], int]] = {}
+        by_lane: dict[FetchKey, dict[tuple[str, int], int]] = {}
         unknown = False
         now = time.monotonic()
         # Bytes held are bounded (the target producer's buffer.memory): queued and in-flight batches plus what
         # the fetches under way may bring. Out of room, nothing is fetched until the target acknowledges.
-        room = self._link.producer.room() - sum(self._fetch_limits.get(node, 0) for node in fetches)
+        room = self._link.producer.room() - sum(self._fetch_limits.get(lane, 0) for lane in fetches)
         if room <= 0:
             return
         # A different partition first each time: only the first partition with data gets a batch larger than
@@ -255,14 +258,17 @@ class BatchCopier:
             node = self._link.fetcher.leader(key)
             if node is None:
                 unknown = True
-            elif node not in fetches and now >= self._node_retry_at.get(node, 0.0):
-                by_node.setdefault(node, {})[key] = self.fetching[key].position
-        # each source leader's fetch may bring its share of the room, and never more than a part of the bound
-        share = min(room // max(len(by_node), 1), self._link.producer.buffer_bytes // FETCH_SHARE_OF_BUFFER)
-        self._fetched_from = set(by_node) | (set(fetches) if by_node else set())
-        for node, positions in by_node.items():
-            self._fetch_limits[node] = share
-            fetches[node] = asyncio.ensure_future(self._link.fetcher.fetch(node, positions, share))
+                continue
+            # a distant leader's partitions are spread over several sessions fetched at once (BatchFetcher.lanes)
+            lane = (node, self._order.get(key, 0) % self._link.fetcher.lanes(node))
+            if lane not in fetches and now >= self._node_retry_at.get(node, 0.0):
+                by_lane.setdefault(lane, {})[key] = self.fetching[key].position
+        # each fetch may bring its share of the room, and never more than a part of the bound
+        share = min(room // max(len(by_lane), 1), self._link.producer.buffer_bytes // FETCH_SHARE_OF_BUFFER)
+        self._fetched_from = set(by_lane) | (set(fetches) if by_lane else set())
+        for lane, positions in by_lane.items():
+            self._fetch_limits[lane] = share
+            fetches[lane] = asyncio.ensure_future(self._link.fetcher.fetch(lane[0], positions, share, lane[1]))
         if unknown:
             self._refresh()
 

@@ -21,7 +21,7 @@ import contextlib
 import random
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.errors import for_code
+from aiokafka.protocol.admin import ApiVersionRequest
 from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.protocol.transaction import InitProducerIdRequest
 from aiokafka.structs import TopicPartition
@@ -142,7 +143,14 @@ class PartitionFetch:
 class BatchFetcher:
     """Fetches raw batches from source partition leaders, read_committed, with the consumer's size limits, and
     with each partition's current leader epoch (KIP-320: a stale leader refuses instead of serving). Each leader
-    is fetched in an incremental fetch session (KIP-227), so a fetch costs what changed, not every partition."""
+    is fetched in incremental fetch sessions (KIP-227), so a fetch costs what changed, not every partition.
+
+    A distant leader is fetched in more than one session at a time (`lanes`, each over its own share of the
+    partitions) with larger per-partition fetches when the consumer sets none: one fetch of at most
+    max.partition.fetch.bytes per partition per round trip caps a partition at 1 MiB / 150 ms = 7 MiB/s, whatever
+    the link. Each lane past the first has a connection of its own (`lane_client`): a broker handles one request
+    of a connection at a time, so two lanes on one connection wait for each other's long polls. The round trip is
+    measured with ApiVersions (a request the broker answers at once) when a leader is first fetched."""
 
     def __init__(
         self,
@@ -150,26 +158,106 @@ class BatchFetcher:
         *,
         max_wait_ms: int,
         max_bytes: int,
-        partition_max_bytes: int,
+        partition_max_bytes: int | None,
         read_committed: bool = True,
+        lane_client: Callable[[], AIOKafkaClient] | None = None,
     ) -> None:
         self._client = client
+        self._new_lane_client = lane_client  # None: every lane shares `client`'s connections
+        self._lane_clients: dict[int, asyncio.Task[AIOKafkaClient]] = {}
         self._isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self._max_wait_ms = max_wait_ms
         self._max_bytes = max_bytes
-        self._partition_max_bytes = partition_max_bytes
+        self._partition_max_bytes = partition_max_bytes  # None: DEFAULT_PARTITION_FETCH_BYTES times the lanes
         self._topics: list[str] = []
         self.epochs: dict[PartitionKey, int] = {}  # current leader epochs, as the metadata last said
-        self._sessions: dict[int, FetchSession] = {}  # per source leader
+        self._sessions: dict[tuple[int, int], FetchSession] = {}  # per source leader and lane
+        self.round_trips: dict[int, float] = {}  # per source leader: the shortest ApiVersions round trip seen
+        self._measuring: dict[int, asyncio.Task[None]] = {}
 
     async def start(self, topics: Sequence[str]) -> None:
+        """Connect, read the metadata and leader epochs, and measure the round trip to every source broker (so
+        the first fetches of a distant one already go in lanes: a few round trips, while the target connects)."""
         self._topics = list(topics)
         await self._client.bootstrap()
         await self._client.set_topics(self._topics)
         await self._refresh_epochs()
+        brokers = [int(broker.nodeId) for broker in self._client.cluster.brokers()]
+        self._measuring.update({node: asyncio.ensure_future(self._measure(node)) for node in brokers})
+        await asyncio.gather(*self._measuring.values())
 
     async def close(self) -> None:
+        for measuring in self._measuring.values():
+            measuring.cancel()
+        for lane in list(self._lane_clients):
+            closing = self._drop_lane_client(lane)
+            if closing is not None:
+                await closing
         await self._client.close()
+
+    def _drop_lane_client(self, lane: int) -> asyncio.Future[None] | None:
+        """Forget `lane`'s own client; the closing of its connections, if it had any."""
+        made = self._lane_clients.pop(lane, None)
+        if made is None:
+            return None
+        if not made.done():
+            made.cancel()
+            return None
+        if made.cancelled() or made.exception() is not None:
+            return None
+        closing: asyncio.Future[None] = asyncio.ensure_future(made.result().close())
+        return closing
+
+    async def _client_of(self, lane: int) -> AIOKafkaClient:
+        """The client whose connections carry `lane`'s fetches (made and bootstrapped the first time)."""
+        if lane == 0 or self._new_lane_client is None:
+            return self._client
+        made = self._lane_clients.get(lane)
+        if made is None or (made.done() and made.exception() is not None):
+            made = self._lane_clients[lane] = asyncio.ensure_future(self._bootstrap_lane_client())
+        return await asyncio.shield(made)
+
+    async def _bootstrap_lane_client(self) -> AIOKafkaClient:
+        assert self._new_lane_client is not None
+        client = self._new_lane_client()
+        try:
+            await client.bootstrap()
+        except BaseException:
+            await client.close()
+            raise
+        return client
+
+    def lanes(self, node: int) -> int:
+        """How many fetches go to `node` at once: 1 near, one more per NEAR_ROUND_TRIP_S of round trip (at most
+        MAX_FETCH_LANES); 1 until the round trip is measured (which this starts)."""
+        round_trip = self.round_trips.get(node)
+        if round_trip is None:
+            if node not in self._measuring:
+                self._measuring[node] = asyncio.ensure_future(self._measure(node))
+            return 1
+        return max(1, min(MAX_FETCH_LANES, 1 + int(round_trip / NEAR_ROUND_TRIP_S)))
+
+    def partition_bytes(self, node: int) -> int:
+        """The per-partition fetch size for `node`: the consumer's, or the default times the lanes."""
+        if self._partition_max_bytes is not None:
+            return self._partition_max_bytes
+        return DEFAULT_PARTITION_FETCH_BYTES * self.lanes(node)
+
+    async def _measure(self, node: int) -> None:
+        """The shortest of a few ApiVersions round trips to `node` (none on failure: asked again later)."""
+        shortest: float | None = None
+        try:
+            for _ in range(ROUND_TRIP_PROBES):
+                began = time.monotonic()
+                await asyncio.wait_for(self._client.send(node, ApiVersionRequest()), 10)
+                took = time.monotonic() - began
+                shortest = took if shortest is None else min(shortest, took)
+        except (AioKafkaError, TimeoutError, OSError):
+            pass
+        if shortest is not None:
+            self.round_trips[node] = shortest
+        else:
+            self._measuring.pop(node, None)
 
     def leader(self, key: PartitionKey) -> int | None:
         """The partition's leader as the metadata knows it; None while unknown."""
@@ -213,16 +301,17 @@ class BatchFetcher:
         return epoch_end_answers(response).get(key, (UNKNOWN_TOPIC_OR_PARTITION, -1))
 
     async def fetch(
-        self, node: int, positions: Mapping[PartitionKey, int], max_bytes: int | None = None
+        self, node: int, positions: Mapping[PartitionKey, int], max_bytes: int | None = None, lane: int = 0
     ) -> dict[PartitionKey, PartitionFetch]:
-        """One Fetch from `node` for `positions` (every partition to read from it now), of at most `max_bytes`
-        (and the consumer's limits; the broker still returns a first batch larger than that whole, so a partition
-        always moves); waits up to max_wait_ms when nothing is there yet. The answer holds the partitions with
-        records or news (a changed high watermark or log start, an error): the others had nothing."""
+        """One Fetch from `node` for `positions` (every partition to read from it now, in session `lane`), of at
+        most `max_bytes` (and the consumer's limits; the broker still returns a first batch larger than that whole,
+        so a partition always moves); waits up to max_wait_ms when nothing is there yet. The answer holds the
+        partitions with records or news (a changed high watermark or log start, an error): the others had nothing."""
         limit = self._max_bytes if max_bytes is None else max(1, min(self._max_bytes, max_bytes))
         # The same per-partition size every time: a changed one would name the partition in the session again.
-        wanted = {key: (offset, self.epoch(key), self._partition_max_bytes) for key, offset in positions.items()}
-        session = self._sessions.setdefault(node, FetchSession())
+        size = self.partition_bytes(node)
+        wanted = {key: (offset, self.epoch(key), size) for key, offset in positions.items()}
+        session = self._sessions.setdefault((node, lane), FetchSession())
         ask = session.request(wanted)
         request = EpochFetchRequest(
             self._max_wait_ms,
@@ -233,9 +322,11 @@ class BatchFetcher:
             forgotten=ask.forgotten,
         )
         try:
-            response = await self._client.send(node, request)
+            client = await self._client_of(lane)
+            response = await client.send(node, request)
         except (TimeoutError, AioKafkaError, OSError) as exc:
             session.reset()  # whether the broker saw it is unknown: the next fetch opens a new session
+            self._drop_lane_client(lane)  # made again for the next fetch (this one may not know a new broker)
             raise KafkaOperationError(f"fetching from node {node} failed: {exc!r}", operation="fetch") from exc
         except BaseException:
             session.reset()  # cancelled (a hand-over): the session's state is unknown
@@ -660,6 +751,9 @@ class BatchProducer:
 DEFAULT_FETCH_MAX_BYTES = 52_428_800
 DEFAULT_PARTITION_FETCH_BYTES = 1_048_576
 FETCH_MAX_WAIT_MS = 100  # a partition that gets room waits at most this long for the next fetch of its leader
+NEAR_ROUND_TRIP_S = 0.05  # each this much round trip to a source leader adds a fetch lane (and a default size)
+MAX_FETCH_LANES = 4
+ROUND_TRIP_PROBES = 3
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
 
@@ -692,12 +786,14 @@ async def open_batch_link(
         return int(props.get(key, default))
 
     read_committed = source_props.get("isolation.level", "read_committed") != "read_uncommitted"
+    partition_bytes = source_props.get("max.partition.fetch.bytes")
     fetcher = BatchFetcher(
         aio_client(source_props),
         max_wait_ms=min(number(source_props, "fetch.max.wait.ms", FETCH_MAX_WAIT_MS), FETCH_MAX_WAIT_MS),
         max_bytes=number(source_props, "fetch.max.bytes", DEFAULT_FETCH_MAX_BYTES),
-        partition_max_bytes=number(source_props, "max.partition.fetch.bytes", DEFAULT_PARTITION_FETCH_BYTES),
+        partition_max_bytes=int(partition_bytes) if partition_bytes is not None else None,
         read_committed=read_committed,
+        lane_client=lambda: aio_client(source_props),
     )
     request_timeout_ms = number(target_props, "request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS)
     producer = BatchProducer(

@@ -251,8 +251,13 @@ async def test_a_commit_of_thousands_of_partitions_writes_its_progress_in_a_few_
 class _QuietFetcher:
     """A source with nothing new: every fetch comes back empty after a moment."""
 
+    lane_count = 1  # how many fetches the source leader takes at once (its distance)
+
     def leader(self, _key: tuple[str, int]) -> int:
         return 1
+
+    def lanes(self, _node: int) -> int:
+        return self.lane_count
 
     def epoch(self, _key: tuple[str, int]) -> int:
         return -1
@@ -260,7 +265,9 @@ class _QuietFetcher:
     def knows(self, _topic: str) -> bool:
         return True
 
-    async def fetch(self, _node: int, _positions: Any, _limit: int) -> dict[tuple[str, int], PartitionFetch]:
+    async def fetch(
+        self, _node: int, _positions: Any, _limit: int, _lane: int = 0
+    ) -> dict[tuple[str, int], PartitionFetch]:
         await asyncio.sleep(0.01)
         return {}
 
@@ -361,17 +368,39 @@ class _TwoPartitionTarget(RecordingBroker):
 class _LogFetcher(_QuietFetcher):
     """A source holding `stored` (records 0..9) in each partition; remembers the partitions each fetch named."""
 
-    def __init__(self, stored: bytes) -> None:
+    def __init__(self, stored: bytes, round_trip_s: float = 0.001) -> None:
         self.stored = stored
+        self.round_trip_s = round_trip_s
         self.asked: list[set[tuple[str, int]]] = []
+        self.lanes_asked: list[int] = []
+        self.in_flight = self.most_in_flight = 0
 
-    async def fetch(self, _node: int, positions: Any, _limit: int) -> dict[tuple[str, int], PartitionFetch]:
-        await asyncio.sleep(0.001)
+    async def fetch(
+        self, _node: int, positions: Any, _limit: int, lane: int = 0
+    ) -> dict[tuple[str, int], PartitionFetch]:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await asyncio.sleep(self.round_trip_s)
+        self.in_flight -= 1
         self.asked.append(set(positions))
+        self.lanes_asked.append(lane)
         return {
             key: PartitionFetch(position, 0, 10, 10, 0, [], self.stored if position < 10 else b"")
             for key, position in positions.items()
         }
+
+
+def _copier_between(fetcher: _LogFetcher, target: RecordingBroker, partitions: int) -> BatchCopier:
+    """A batch copier of `partitions` partitions of "orders" from `fetcher`'s source to `target`."""
+    spec = dataclasses.replace(_spec(partitions), copy_batches=True)
+    producer = BatchProducer(
+        target, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
+    )
+    producer.producer_id, producer.producer_epoch = 7, 0
+    task = BatchCopier(spec, None, Clock(3600))  # type: ignore[arg-type]
+    task.link = _LoopLink(producer, fetcher)  # type: ignore[assignment]
+    task.assign({work.key: PartitionCopy(work, None, 0, SyncTracker(100), task.clock) for work in spec.partitions})
+    return task
 
 
 @pytest.mark.asyncio
@@ -379,16 +408,9 @@ async def test_a_partition_the_target_has_not_created_yet_is_not_fetched_while_t
     """A fresh mirror of thousands of partitions: the target creates them one by one over tens of seconds. Data
     fetched for a partition it has not created would sit in the byte bound and leave no room for those it has;
     such a partition is asked for (ListOffsets) and fetched only once its leader serves it."""
-    spec = dataclasses.replace(_spec(2), copy_batches=True)
     target = _TwoPartitionTarget()
-    producer = BatchProducer(
-        target, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
-    )
-    producer.producer_id, producer.producer_epoch = 7, 0
     fetcher = _LogFetcher(stored_batch(0, 10))
-    task = BatchCopier(spec, None, Clock(3600))  # type: ignore[arg-type]
-    task.link = _LoopLink(producer, fetcher)  # type: ignore[assignment]
-    task.assign({work.key: PartitionCopy(work, None, 0, SyncTracker(100), task.clock) for work in spec.partitions})
+    task = _copier_between(fetcher, target, partitions=2)
     keys = [f"k{offset}".encode() for offset in range(10)]
 
     for _ in range(200):
@@ -406,3 +428,37 @@ async def test_a_partition_the_target_has_not_created_yet_is_not_fetched_while_t
             break
     assert target.by_partition[0] == keys, "copied once its leader serves it, every record once, in order"
     assert target.by_partition[1] == keys
+
+
+class _CreatedTarget(_TwoPartitionTarget):
+    """A target whose partitions 0-5 all take batches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created = set(range(6))
+        self.by_partition = {p: [] for p in range(6)}
+        self.next_offsets = dict.fromkeys(range(6), 0)
+
+
+@pytest.mark.asyncio
+async def test_a_distant_source_leader_is_fetched_in_several_sessions_at_once_over_disjoint_partitions() -> None:
+    """One fetch per leader per round trip caps each partition at max.partition.fetch.bytes per round trip: a
+    leader whose round trip makes three lanes gets three fetches at a time, each for its own partitions."""
+    target = _CreatedTarget()
+    fetcher = _LogFetcher(stored_batch(0, 10), round_trip_s=0.05)
+    fetcher.lane_count = 3
+    task = _copier_between(fetcher, target, partitions=6)
+    keys = [f"k{offset}".encode() for offset in range(10)]
+
+    for _ in range(200):
+        await task.step()
+        if all(target.by_partition[p] == keys for p in range(6)):
+            break
+    assert all(target.by_partition[p] == keys for p in range(6)), target.by_partition
+    assert fetcher.most_in_flight == 3
+    assert set(fetcher.lanes_asked) == {0, 1, 2}
+    lanes: dict[int, set[tuple[str, int]]] = {}
+    for lane, asked in zip(fetcher.lanes_asked, fetcher.asked, strict=True):
+        lanes.setdefault(lane, set()).update(asked)
+    assert [len(partitions) for partitions in lanes.values()] == [2, 2, 2]  # each partition in one lane only
+    assert set().union(*lanes.values()) == {("orders", p) for p in range(6)}

@@ -1,0 +1,91 @@
+"""How a source leader is fetched from its measured round trip: near, one fetch at a time of the consumer's size;
+distant, several sessions at once and, unless the consumer set a size, larger per-partition fetches."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiokafka.protocol.admin import ApiVersionRequest
+
+from shared.kafka.batch_link import DEFAULT_PARTITION_FETCH_BYTES, BatchFetcher
+
+
+class _Link:
+    """A client whose broker answers ApiVersions after `round_trip_s`."""
+
+    def __init__(self, round_trip_s: float) -> None:
+        self.round_trip_s = round_trip_s
+        self.asked = 0
+
+    async def send(self, _node: int, request: Any) -> Any:
+        assert isinstance(request, ApiVersionRequest)
+        self.asked += 1
+        await asyncio.sleep(self.round_trip_s)
+        return object()
+
+
+async def _measured(round_trip_s: float, partition_bytes: int | None) -> tuple[BatchFetcher, _Link]:
+    link = _Link(round_trip_s)
+    fetcher = BatchFetcher(link, max_wait_ms=100, max_bytes=50 << 20, partition_max_bytes=partition_bytes)
+    assert fetcher.lanes(1) == 1  # not measured yet: as near
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if 1 in fetcher.round_trips:
+            break
+    return fetcher, link
+
+
+@pytest.mark.asyncio
+async def test_a_near_leader_gets_one_fetch_at_a_time_of_the_default_size() -> None:
+    fetcher, link = await _measured(0.001, None)
+    assert (fetcher.lanes(1), fetcher.partition_bytes(1)) == (1, DEFAULT_PARTITION_FETCH_BYTES)
+    assert link.asked == 3  # measured once, the shortest of three
+
+
+@pytest.mark.asyncio
+async def test_a_distant_leader_gets_lanes_and_larger_partition_fetches_unless_the_consumer_set_a_size() -> None:
+    fetcher, _ = await _measured(0.12, None)
+    assert (fetcher.lanes(1), fetcher.partition_bytes(1)) == (3, 3 * DEFAULT_PARTITION_FETCH_BYTES)
+    chosen, _ = await _measured(0.12, 2 << 20)
+    assert (chosen.lanes(1), chosen.partition_bytes(1)) == (3, 2 << 20)  # max.partition.fetch.bytes as set
+
+
+class _Client:
+    """A client that answers every Fetch with nothing; remembers the nodes it fetched from and whether it closed."""
+
+    def __init__(self) -> None:
+        self.fetched: list[int] = []
+        self.bootstrapped = self.closed = False
+
+    async def bootstrap(self) -> None:
+        self.bootstrapped = True
+
+    async def send(self, node: int, request: Any) -> Any:
+        if isinstance(request, ApiVersionRequest):
+            return object()  # (the round trip measured when a leader is first fetched)
+        self.fetched.append(node)
+        return type("Answer", (), {"error_code": 0, "session_id": 0, "topics": []})()
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.asyncio
+async def test_each_lane_past_the_first_fetches_over_a_client_of_its_own() -> None:
+    """A broker serves one request of a connection at a time: lanes sharing one would wait for each other's polls."""
+    main, made = _Client(), []
+
+    def lane_client() -> _Client:
+        made.append(_Client())
+        return made[-1]
+
+    fetcher = BatchFetcher(main, max_wait_ms=100, max_bytes=1 << 20, partition_max_bytes=None, lane_client=lane_client)
+    for lane in (0, 1, 2, 1):
+        await fetcher.fetch(7, {("orders", lane): 0}, lane=lane)
+    assert main.fetched == [7]
+    assert [(client.bootstrapped, client.fetched) for client in made] == [(True, [7, 7]), (True, [7])]
+    await fetcher.close()
+    assert main.closed
+    assert all(client.closed for client in made)
