@@ -281,9 +281,8 @@ def prometheus_targets_up(prometheus_url: str) -> Callable[[], Check]:
 
 def dashboard_metric_names() -> set[str]:
     """The Strait metric names the Grafana dashboard's queries use."""
-    dashboard = json.loads(DASHBOARD.read_text())
-    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
-    return {name for expr in exprs for name in re.findall(r"strait_\w+", expr)}
+    queries = [query for panel in dashboard_panel_queries().values() for query in panel]
+    return {name for query in queries for name in re.findall(r"strait_\w+", query)}
 
 
 def dashboard_metrics_scraped(prometheus_url: str) -> Check:

@@ -115,8 +115,8 @@ class BatchCopier:
         self._rotation = 0
         self._node_retry_at: dict[int, float] = {}
         self._fetch_limits: dict[FetchKey, int] = {}  # (source leader, lane) -> the bytes its fetch may bring
-        self._fetched_from: set[FetchKey] = set()
-        self._order: dict[PartitionKey, int] = {}  # the leaders' lanes the last round of fetches went to
+        self._fetched_from: set[FetchKey] = set()  # the leaders' lanes the last round of fetches went to
+        self._order: dict[PartitionKey, int] = {}  # each partition's place, which spreads partitions over lanes
         self._validations: dict[PartitionKey, asyncio.Task[tuple[int, int]]] = {}
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
         self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
@@ -141,7 +141,7 @@ class BatchCopier:
     def assign(self, parts: dict[PartitionKey, PartitionCopy]) -> None:
         self.parts = parts
         self.fetching = {key: Fetching(part.position) for key, part in parts.items()}
-        self._order = {key: index for index, key in enumerate(sorted(parts))}  # spreads partitions over lanes
+        self._order = {key: index for index, key in enumerate(sorted(parts))}
 
     def hold(self, part: PartitionCopy) -> None:
         part.paused = True

@@ -150,7 +150,8 @@ class BatchFetcher:
     max.partition.fetch.bytes per partition per round trip caps a partition at 1 MiB / 150 ms = 7 MiB/s, whatever
     the link. Each lane past the first has a connection of its own (`lane_client`): a broker handles one request
     of a connection at a time, so two lanes on one connection wait for each other's long polls. The round trip is
-    measured with ApiVersions (a request the broker answers at once) when a leader is first fetched."""
+    measured with ApiVersions (a request the broker answers at once) at start-up, and for a leader met later when
+    it is first fetched."""
 
     def __init__(
         self,
