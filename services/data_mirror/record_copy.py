@@ -21,6 +21,7 @@ from services.data_mirror.copier import (
     TaskFailed,
     describe,
 )
+from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy, refuses_record
 from services.data_mirror.record_size import record_size, surely_fits
 from services.data_mirror.task_clients import TaskClients
@@ -83,6 +84,9 @@ class RecordCopier:
             if offset < part.fetched_next:  # the consumer went back on its own: the source log was truncated
                 part.diverge(offset)
             part.fetched_next = offset + 1
+            epoch = msg.leader_epoch()
+            if epoch is not None:  # the epoch of the position, as a truncation check asks it (an older one misleads)
+                part.leader_epoch = epoch
             key, value, headers = msg.key(), msg.value(), msg.headers()
             limit = part.work.max_record_bytes
             if (
@@ -159,16 +163,27 @@ class RecordCopier:
 
     def _out_of_range(self, part: PartitionCopy, position: int | None) -> None:
         """The consumer's fetch `position` is no longer in the source partition (the consumer reports this instead
-        of resetting on its own, `auto.offset.reset=error`): go on where auto.offset.reset says, counting every
+        of resetting on its own, `auto.offset.reset=error`; after its own epoch check found the log truncated, with
+        no offset): go on where the log diverged if it did, else where auto.offset.reset says, counting every
         record skipped."""
+        truncated = position is None or position < 0  # the consumer's own check (KIP-320) found the log truncated
         if position is None or position < 0:
-            position = part.next_position()
-        earliest, latest = self.clients.offset_bounds([part.work.key])
+            position = max(part.fetched_next, part.next_position())
+        earliest, latest = self.clients.offset_bounds([part.work.key])  # (failing: the task starts again)
         low, high = earliest.get(part.work.key), latest.get(part.work.key)
         if low is None or high is None:
             self.hold(part)  # the topic is gone: the driver's next refresh drops it
             return
-        diverged = self._diverged_below(part, position) if position > high else None
+        # Past the end, or reported truncated although the new leader has written past the position since: only
+        # the epoch tells whether the records below the position are still those copied.
+        answered, diverged = self._diverged_below(part, position) if truncated or position > high else (True, None)
+        if not answered:
+            # No leader said whether the log diverged below the position (it moved again, or is not reachable yet):
+            # the task starts again from its committed progress, whose epoch is checked before anything is fetched.
+            raise TaskFailed(
+                f"no source leader said where the log of {part.work.source_topic}-{part.work.partition} diverged"
+                f" below offset {position} (epoch {part.leader_epoch}); starting again from the committed position"
+            )
         if diverged is not None:  # truncated under us (an unclean election): copy again from where it diverged
             # What was sent before the truncation answers first, so no answer of it moves the partition past the
             # divergence once it is copied again (the record at the divergence may be a marker, never delivered).
@@ -188,23 +203,21 @@ class RecordCopier:
         self.consumer.incremental_assign([TopicPartition(*part.work.key, resume)])
         part.paused, part.fetched_next = False, resume
 
-    def _diverged_below(self, part: PartitionCopy, position: int) -> int | None:
-        """The source partition ends before `position`: if the leader epoch of our position now ends below it
-        (KIP-320, as the Java consumer checks after a leader change), the log was truncated there and what
-        follows is new; otherwise None, and auto.offset.reset decides: no epoch known, or the topic is not surely
-        the one copied (a topic made again under the same name starts at epoch 0 too, and would answer like a
-        truncation: its id must be known and unchanged)."""
+    def _diverged_below(self, part: PartitionCopy, position: int) -> tuple[bool, int | None]:
+        """(answered, where the log diverged below `position` or None). Not answered: a look-up failed. Answered
+        without a divergence, so auto.offset.reset decides: no epoch known, or the topic is not surely the one
+        copied (a topic made again under the same name starts at epoch 0 too, and would answer like a truncation:
+        its id must be known and unchanged)."""
         if part.leader_epoch is None or part.work.source_topic_id in (None, UNKNOWN_TOPIC_ID):
-            return None
+            return True, None
         topic = part.work.source_topic
         try:
             if self.clients.source_topic_ids([topic]).get(topic) != part.work.source_topic_id:
-                return None
-            end = self.clients.epoch_ends({part.work.key: part.leader_epoch}).get(part.work.key)
-        except Exception:  # a look-up failed: auto.offset.reset decides, as before epochs; counted, so it shows
-            self.read_errors += 1
-            return None
-        return end if end is not None and end < position else None
+                return True, None
+        except Exception:  # not answered: the caller starts the task again
+            return False, None
+        found = diverged_below(self.clients, {part.work.key: (part.leader_epoch, position)})
+        return part.work.key in found, found.get(part.work.key)
 
     def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
         """The consumer (checking CRCs) found a corrupt source record: its partition stops there."""

@@ -49,8 +49,11 @@ class TaskClients:
     handover_requested: Callable[[], bool]
     close: Callable[[], None]
     open_batch_link: Callable[[], Awaitable[BatchLink]] = _no_batch_link
-    # where each source leader says a committed leader epoch ends now (KIP-320; injected clients know nothing)
-    epoch_ends: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] = lambda _epochs: {}
+    # where each source leader says a committed leader epoch ends now (KIP-320; -1: the leader does not know the
+    # epoch, as injected clients answer; a partition left out was not answered)
+    epoch_ends: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] = lambda epochs: {
+        key: -1 for key in epochs
+    }
     # each source topic's id now (a topic made again has a new one)
     source_topic_ids: Callable[[list[str]], dict[str, str]] = lambda _topics: {}
 

@@ -30,6 +30,7 @@ from services.data_mirror.copier import (
     Transactions,
     describe,
 )
+from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients
@@ -141,7 +142,7 @@ class TaskLoop:
             self._place(part, progress, low, high)
             self.parts[work.key] = part
         with self._phase("epochs"):
-            self._check_epochs()
+            self._check_epochs(earliest)
 
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -152,15 +153,29 @@ class TaskLoop:
         finally:
             self.start_phases[name] = time.monotonic() - began
 
-    def _check_epochs(self) -> None:
+    def _check_epochs(self, log_starts: dict[PartitionKey, int]) -> None:
         """A log truncated under a committed position while no task ran (an unclean leader election): each source
         leader is asked where the committed position's leader epoch ends now (KIP-320, one request per leader);
-        an end before the position is where the log diverged, and copying starts again there."""
-        asked = {key: part.leader_epoch for key, part in self.parts.items() if part.leader_epoch is not None}
-        for key, end in self.clients.epoch_ends(asked).items():
+        an end before the position is where the log diverged, and copying starts again there. A position past
+        the log end that did not diverge is reset as auto.offset.reset says; one no leader answered for fails the
+        task, which starts again (a guess could copy twice or skip)."""
+        asked = {
+            key: (part.leader_epoch, part.position) for key, part in self.parts.items() if part.leader_epoch is not None
+        }
+        found = diverged_below(self.clients, asked)
+        unanswered = sorted(set(asked) - set(found))
+        if unanswered:
+            raise TaskFailed(
+                f"no source leader said where the leader epoch of the committed position ends for {len(unanswered)}"
+                f" partitions (first {unanswered[0][0]}-{unanswered[0][1]}): a truncated log cannot be told apart"
+            )
+        for key, diverged in found.items():
             part = self.parts[key]
-            if end < part.position:
-                part.reset_from, part.position = part.position, end
+            if diverged is not None:
+                part.reset_from, part.position = part.position, diverged
+            elif part.end_offset is not None and part.position > part.end_offset:
+                part.reset_from = part.position
+                part.position = part.end_offset if self.spec.reset_to_latest else log_starts[key]
 
     def _place(self, part: PartitionCopy, progress: Progress | None, low: int, high: int) -> None:
         """Where `part` starts: its committed position, unless the topic was made again or the source moved."""
@@ -175,9 +190,10 @@ class TaskLoop:
             part.reset_from, start = start, low
         elif start < low:
             start = part.skip_out_of_range(start, low, high, to_latest=False)  # (copies what is left, as MM2 does)
-        elif start > high:
+        elif start > high and progress.leader_epoch is None:
             # The source partition ends before our position (made again, or truncated by an unclean leader
             # election): what is there now is not what we copied. auto.offset.reset says where to go, as in MM2.
+            # (With the position's leader epoch, `_check_epochs` first asks where the log diverged.)
             part.reset_from, start = start, high if self.spec.reset_to_latest else low
         part.position = start
         if start == progress.next_offset:

@@ -186,8 +186,9 @@ def epoch_end_answers(response: OffsetForLeaderEpochResponse_v3) -> dict[Partiti
 
 
 async def epoch_ends(props: Mapping[str, str], epochs: Mapping[PartitionKey, int]) -> dict[PartitionKey, int]:
-    """Where each partition's leader says the given epoch ends now: one request per leader. Partitions whose
-    leader is unknown or answers with an error are left out (nothing is known about them)."""
+    """Where each partition's leader says the given epoch ends now: one request per leader; -1 when the leader
+    no longer knows the epoch. Partitions whose leader is unknown or answers with an error are left out (nothing
+    is known about them: ask again)."""
     client = aio_client(props)
     try:
         await client.bootstrap()
@@ -201,7 +202,7 @@ async def epoch_ends(props: Mapping[str, str], epochs: Mapping[PartitionKey, int
         for leader, asked in by_leader.items():
             response = await client.send(leader, EpochEndsRequest(asked))
             answers = epoch_end_answers(response).items()
-            ends |= {key: end for key, (error, end) in answers if not error and end >= 0}
+            ends |= {key: end for key, (error, end) in answers if not error}
         return ends
     finally:
         await client.close()

@@ -6,7 +6,9 @@ truncation.
 The truncation is real: on a three-node source, the follower of a two-replica partition is stopped, 30 records
 are written with acks=1 to the leader alone and copied, the leader is stopped, the follower is started and elected
 unclean (its log ends before those 30), 40 new records are written at the same offsets, and the old leader comes
-back and truncates. data-mirror runs throughout.
+back and truncates. data-mirror runs throughout; in the "frozen" cases it is stopped (SIGSTOP) from before the
+election until the new records are written, so it finds the log truncated only when the new leader has written
+past its position again (position 80, log end 90): the records at 50..79 are new and must be copied too.
 """
 
 from __future__ import annotations
@@ -68,11 +70,13 @@ def _elect_unclean(cluster: KafkaCluster, topic: str, node: int) -> None:
         time.sleep(1)
 
 
-@pytest.mark.parametrize("copy_batches", ["auto", "off"])
+@pytest.mark.parametrize(
+    ("copy_batches", "frozen"), [("auto", False), ("off", False), ("auto", True), ("off", True)], ids=str
+)
 def test_a_source_log_truncated_by_an_unclean_election_is_copied_again_from_where_it_diverged(
-    source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str
+    source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str, frozen: bool
 ) -> None:
-    topic = f"truncated-{copy_batches}-{unique}"
+    topic = f"truncated-{copy_batches}-{'frozen-' if frozen else ''}{unique}"
     admin = confluent_admin(source.client_properties())
     config = {"unclean.leader.election.enable": "true", "min.insync.replicas": "1"}
     admin.create_topics([NewTopic(topic, 1, 2, config=config)])[topic].result(30)
@@ -92,12 +96,17 @@ def test_a_source_log_truncated_by_an_unclean_election_is_copied_again_from_wher
         source.nodes[follower - 1].process.stop()
         _write(source, topic, lost, "1")
         consume_all(cluster_b.client_properties(), remote, expected=80, timeout_s=60)
+        if frozen:
+            time.sleep(1)  # the progress of 80 committed (commit interval 300 ms)
+            mirror.freeze()
         source.nodes[leader - 1].process.stop()  # the partition is offline
         source.nodes[follower - 1].process.start()  # it comes back without b-*
         _elect_unclean(source, topic, follower)
         _write(source, topic, after, "all")
         source.nodes[leader - 1].process.start()  # the old leader truncates its log to the new one's and follows
         source.wait_ready(90)
+        if frozen:
+            mirror.thaw()
         copied = consume_all(cluster_b.client_properties(), remote, expected=120, timeout_s=120)
         time.sleep(3)  # anything more (a second copy) would arrive within a few commit intervals
         assert mirror.stop() == 0

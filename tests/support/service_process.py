@@ -88,6 +88,20 @@ class ServiceProcess:
                     os.kill(pid, signal.SIGKILL)
             self.popen.wait(timeout=30)
 
+    def freeze(self) -> None:
+        """SIGSTOP the service and every descendant: it sees nothing of what happens until `thaw`."""
+        assert self.popen is not None
+        for pid in [self.popen.pid, *_descendants(self.popen.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT what `freeze` stopped (descendants first, so the service finds its workers running)."""
+        assert self.popen is not None
+        for pid in [*reversed(_descendants(self.popen.pid)), self.popen.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
     def __enter__(self) -> ServiceProcess:
         return self.start()
 

@@ -31,8 +31,17 @@ class Record:
 class FakeMessage:
     """What consume() and delivery callbacks hand out."""
 
-    def __init__(self, topic: str, partition: int, offset: int, record: Record, error: Any = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        record: Record,
+        error: Any = None,
+        leader_epoch: int | None = None,
+    ) -> None:
         self._topic, self._partition, self._offset, self._record, self._error = topic, partition, offset, record, error
+        self._leader_epoch = leader_epoch
 
     def topic(self) -> str:
         return self._topic
@@ -57,6 +66,9 @@ class FakeMessage:
 
     def error(self) -> Any:
         return self._error
+
+    def leader_epoch(self) -> int | None:
+        return self._leader_epoch
 
 
 @dataclass
@@ -95,12 +107,18 @@ class FakeConsumer:
 
     def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
         out, self.errors = self.errors, []
+        reported = {(m.topic(), m.partition()) for m in out}
         for key, position in list(self.positions.items()):
-            if key in self.paused:
+            if key in self.paused or key in reported:
                 continue
             log = self.cluster.log(*key)
+            if position > len(log):  # auto.offset.reset=error: reported, and the partition is no longer fetched
+                reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, f"offset {position} out of range", fatal=False)
+                out.append(FakeMessage(key[0], key[1], position, Record(None, None, 0, None), error=reset))
+                del self.positions[key]
+                continue
             while position < len(log) and len(out) < num_messages:
-                out.append(FakeMessage(key[0], key[1], position, log[position]))
+                out.append(FakeMessage(key[0], key[1], position, log[position], leader_epoch=self.leader_epoch))
                 position += 1
             self.positions[key] = position
         return out
@@ -120,10 +138,9 @@ class FakeConsumer:
 
     def position(self, tps: list[TopicPartition]) -> list[TopicPartition]:
         epoch = -1 if self.leader_epoch is None else self.leader_epoch
-        return [
-            TopicPartition(tp.topic, tp.partition, self.positions[(tp.topic, tp.partition)], leader_epoch=epoch)
-            for tp in tps
-        ]
+        # a partition no longer fetched (after an out-of-range report) has no position, as librdkafka answers
+        at = {key: self.positions.get(key, -1001) for key in ((tp.topic, tp.partition) for tp in tps)}
+        return [TopicPartition(*key, offset, leader_epoch=epoch) for key, offset in at.items()]
 
     def get_watermark_offsets(self, tp: TopicPartition, cached: bool = False) -> tuple[int, int]:
         return (0, len(self.cluster.log(tp.topic, tp.partition)))

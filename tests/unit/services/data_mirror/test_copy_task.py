@@ -274,10 +274,11 @@ def test_a_source_truncated_under_a_running_task_is_copied_again_from_where_it_d
 
 
 def _out_of_range_at_80(
-    cluster: FakeCluster, clients: TaskClients, change: Callable[[], None], *, copied: int
+    cluster: FakeCluster, clients: TaskClients, change: Callable[[], None], *, copied: int, reported: int = 80
 ) -> Callable[[], bool]:
     """A hand-over check: once all 80 source records are copied and committed, `change` the source and have the
-    consumer report position 80 out of range; hand over once the target holds `copied` records (or after 5 s)."""
+    consumer report position 80 out of range (at offset `reported`: -1001 when its own epoch check found the log
+    truncated); hand over once the target holds `copied` records (or after 5 s)."""
     changed = False
     deadline = time.monotonic() + 5
 
@@ -289,11 +290,114 @@ def _out_of_range_at_80(
             changed = True
             change()
             reset = KafkaError(KafkaError._AUTO_OFFSET_RESET, "offset 80 out of range", fatal=False)
-            clients.consumer.errors = [FakeMessage("orders", 0, 80, Record(None, None, 0, None), error=reset)]
+            clients.consumer.errors = [FakeMessage("orders", 0, reported, Record(None, None, 0, None), error=reset)]
             return False
         return (changed and on_target >= copied) or time.monotonic() > deadline
 
     return handover
+
+
+def _truncating_clients(
+    cluster: FakeCluster, epoch_ends: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]]
+) -> TaskClients:
+    """Clients over 80 copied records of leader epoch 3, whose leaders answer `epoch_ends` (topic id unchanged)."""
+    _fill(cluster, 0, 80)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    clients.consumer.leader_epoch = 3
+    clients.epoch_ends = epoch_ends
+    clients.source_topic_ids = lambda topics: {"orders": "id-1"}
+    return clients
+
+
+def test_a_truncation_found_after_the_new_leader_wrote_past_the_position_loses_none_of_the_new_records() -> None:
+    """The consumer's own epoch check finds the log truncated at 50 (it reports no offset) when the new leader has
+    already written 40 records at 50..89: the position 80 is inside the log again, but 50..79 are new records.
+    They are copied, not skipped by going on at 80."""
+    cluster = FakeCluster()
+    clients = _truncating_clients(cluster, lambda epochs: {key: 50 for key, epoch in epochs.items() if epoch == 3})
+
+    def truncate_and_write_past() -> None:
+        _truncate_source_to(cluster, 50)
+        _fill(cluster, 0, 40, start=1000)
+
+    clients.handover_requested = _out_of_range_at_80(
+        cluster, clients, truncate_and_write_past, copied=120, reported=-1001
+    )
+    result = task_loop(_with_topic_id(_spec(1), "id-1"), clients).run()
+    assert result.error is None
+    source, target = [r.value for r in cluster.log("orders", 0)], _values(cluster, 0)
+    assert len(target) == 120, "the 30 truncated records stay copied, all 40 new ones arrive once"
+    assert target[:50] == source[:50]
+    assert target[80:] == source[50:]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 90
+
+
+def test_a_truncation_no_leader_answers_for_yet_fails_the_task_and_the_next_one_copies_nothing_twice() -> None:
+    """Right after an unclean election the leaders may not answer yet: the position is neither reset to the log
+    start (everything copied twice) nor to its end (new records skipped); the task fails, naming the partition,
+    and the next one checks the committed position's epoch before it fetches, so copying goes on where the log
+    diverged."""
+    cluster = FakeCluster()
+    clients = _truncating_clients(cluster, lambda epochs: {})  # every leader answered with an error
+
+    def truncate() -> None:
+        _truncate_source_to(cluster, 50)
+        _fill(cluster, 0, 10, start=1000)
+
+    clients.handover_requested = _out_of_range_at_80(cluster, clients, truncate, copied=90)
+    error = task_loop(_with_topic_id(_spec(1), "id-1"), clients).run().error
+    assert error is not None
+    assert "no source leader said where the log of orders-0 diverged below offset 80" in error
+    assert len(cluster.log("A.orders", 0)) == 80
+    again = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    again.epoch_ends = lambda epochs: {key: 50 for key, epoch in epochs.items() if epoch == 3}
+    again.handover_requested = _until(lambda: len(cluster.log("A.orders", 0)) >= 90, limit_s=2)
+    assert task_loop(_with_topic_id(_spec(1, generation=2), "id-1"), again).run().error is None
+    source, target = [r.value for r in cluster.log("orders", 0)], _values(cluster, 0)
+    assert len(target) == 90, "nothing of 0..49 is copied again"
+    assert target[80:] == source[50:]
+
+
+def test_a_log_truncated_while_no_task_ran_below_the_committed_position_is_copied_again_from_where_it_diverged() -> (
+    None
+):
+    """The committed position 100 is past the new log end (50): before resetting by auto.offset.reset, the leader
+    is asked where the position's epoch ends (40); the 10 new records at 40..49 are copied, nothing twice."""
+    cluster = FakeCluster()
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    _fill(cluster, 0, 100)
+    clients.consumer.leader_epoch = 3
+    clients.handover_requested = _until(lambda: len(cluster.log("A.orders", 0)) == 100)
+    assert task_loop(_spec(1), clients).run().error is None
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].leader_epoch == 3
+    _truncate_source_to(cluster, 40)
+    _fill(cluster, 0, 10, start=1000)
+    again = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    again.epoch_ends = lambda epochs: {key: 40 for key, epoch in epochs.items() if epoch == 3}
+    again.handover_requested = _until(lambda: len(cluster.log("A.orders", 0)) >= 110, limit_s=2)
+    assert task_loop(_spec(1, generation=2), again).run().error is None
+    target = _values(cluster, 0)
+    assert len(target) == 110
+    assert target[100:] == [r.value for r in cluster.log("orders", 0)][40:]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 50
+
+
+def test_a_committed_position_past_the_log_end_that_no_leader_answers_for_fails_the_task_and_copies_nothing() -> None:
+    cluster = FakeCluster()
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    _fill(cluster, 0, 100)
+    clients.consumer.leader_epoch = 3
+    clients.handover_requested = _until(lambda: len(cluster.log("A.orders", 0)) == 100)
+    assert task_loop(_spec(1), clients).run().error is None
+    _truncate_source_to(cluster, 40)
+    again = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: True)
+    again.epoch_ends = lambda epochs: {}  # every leader answered with an error
+    error = task_loop(_spec(1, generation=2), again).run().error
+    assert error is not None
+    assert "leader epoch of the committed position" in error
+    assert "orders-0" in error
+    assert len(cluster.log("A.orders", 0)) == 100
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 100
 
 
 def _with_topic_id(spec: TaskSpec, topic_id: str) -> TaskSpec:
