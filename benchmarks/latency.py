@@ -176,15 +176,25 @@ def _tasks_started(log_path: Path, start_ms: float, end_ms: float) -> int:
     return count
 
 
-def measure(lab: Lab, tool: str, warmup_s: float, window_s: float, source: ClusterAddress | None = None) -> LatencyRun:
+def measure(
+    lab: Lab,
+    tool: str,
+    warmup_s: float,
+    window_s: float,
+    source: ClusterAddress | None = None,
+    source_consumer: tuple[tuple[str, str], ...] = (),
+) -> LatencyRun:
     """One tool run under steady load; the latencies of the window's records. The floor (`FLOOR`) runs no tool:
-    its consumer reads the source topic itself. `source`: how the tool reaches the source (default: directly)."""
+    its consumer reads the source topic itself. `source`: how the tool reaches the source (default: directly);
+    `source_consumer`: the tool's `<source>.consumer.*` settings."""
     source_alias, target_alias = lab.aliases()
     topic = f"bench-lat-{source_alias}"
     floor = tool == FLOOR
     remote = topic if floor else f"{source_alias}.{topic}"
     make_topics(lab.source_admin(), [topic], PARTITIONS)
-    setup = MirrorSetup(source_alias, target_alias, topics=topic, tasks=lab.options.tasks)
+    setup = MirrorSetup(
+        source_alias, target_alias, topics=topic, tasks=lab.options.tasks, source_consumer=source_consumer
+    )
     run_dir = lab.run_dir(f"{source_alias}-{'floor' if floor else tool.lower()}-latency")
     mirror = NoMirror() if floor else open_mirror(tool, setup, source or lab.source, lab.target, run_dir)
     load = perf_process(

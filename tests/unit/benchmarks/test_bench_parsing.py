@@ -9,6 +9,7 @@ import time
 import psutil
 import pytest
 
+from benchmarks.contenders import MM2, STRAIT, MirrorSetup, mirror_properties
 from benchmarks.findings import versus
 from benchmarks.model import Section
 from benchmarks.producer_perf import parse_summary
@@ -17,6 +18,7 @@ from benchmarks.replica_ceiling import ReplicaCopy, parse_answer
 from benchmarks.report import Outcome, Report, render
 from benchmarks.runner import parse_only
 from benchmarks.usage import UsageSampler
+from benchmarks.wan import recommended
 
 PERF_OUTPUT = """\
 49153 records sent, 9830.6 records/sec (9.60 MB/sec), 152.3 ms avg latency, 611.0 ms max latency.
@@ -149,3 +151,14 @@ def test_the_replica_helpers_answer_is_found_among_client_log_lines_and_rated_fi
     assert answer == {"partitions": 12, "first_micros": 500000, "copied_micros": 2500000, "in_sync_micros": 2600000}
     copy = ReplicaCopy("1 KiB", 100_000, 100 * 1024 * 1024, 0.5, 2.5, 2.6)
     assert (copy.seconds, copy.records_per_s, copy.mib_per_s) == (2.0, 50_000, 50.0)
+
+
+def test_the_wan_section_gives_mm2_the_distant_source_settings_the_docs_recommend_and_strait_none() -> None:
+    setup = MirrorSetup("src", "tgt", topics="t", tasks=1, source_consumer=recommended(MM2, 150))
+    props = mirror_properties(setup, "far:9092", "near:9092")
+    assert props["src.consumer.max.partition.fetch.bytes"] == str(4 * 1024 * 1024)
+    assert props["src.consumer.receive.buffer.bytes"] == "-1"
+    assert dict(recommended(MM2, 50))["max.partition.fetch.bytes"] == str(2 * 1024 * 1024)
+    assert recommended(STRAIT, 150) == ()
+    plain = mirror_properties(MirrorSetup("src", "tgt", topics="t", tasks=1), "far:9092", "near:9092")
+    assert not [key for key in plain if key.startswith("src.consumer.")]
