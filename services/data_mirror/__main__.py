@@ -11,6 +11,7 @@ import structlog
 from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.settings import DataMirrorSettings
 from services.data_mirror.spark_session import spark_conf
+from services.data_mirror.transforms import check_functions
 from shared.errors import ConfigError
 from shared.flow_selection import selected_flows
 from shared.metrics_registry import service_registry
@@ -33,6 +34,8 @@ def main() -> None:
         fail(PROG, f"config {settings.config}: {exc}")
     try:
         spark_conf(config.top_level, settings.spark_master)  # refused before anything starts
+        for flow in flows:
+            check_functions(flow.transforms)  # a Python transform that cannot be imported stops the service here
     except ConfigError as exc:
         fail(PROG, f"config {settings.config}: {exc}")
     registry = service_registry(PROG)

@@ -377,6 +377,8 @@ class MirrorDriver:
             mine.replication_latency_ms.set(report.latency_ms_avg)
             mine.replication_latency_ms_max.set(report.latency_ms_max or 0)
         mine.records_forwarded.inc(report.forwarded)
+        if report.dropped:
+            mine.records_dropped.inc(report.dropped)
         self._note_copy_path(state, report)
         if report.syncs:
             metrics.offset_syncs.labels(state.flow).inc(report.syncs)

@@ -27,6 +27,7 @@ class PartitionMetrics:
     records_behind: Any
     partition_blocked: Any
     records_expired: Any
+    records_dropped: Any
 
 
 class MirrorMetrics:
@@ -94,6 +95,12 @@ class MirrorMetrics:
         self.records_expired = Counter(
             "strait_mirror_records_expired",
             "records deleted by source retention before they could be copied",
+            PARTITION,
+            registry=registry,
+        )
+        self.records_dropped = Counter(
+            "strait_mirror_records_dropped",
+            "records the flow's transforms dropped (by configuration: not copied)",
             PARTITION,
             registry=registry,
         )

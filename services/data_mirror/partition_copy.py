@@ -65,6 +65,7 @@ class PartitionCopy:
     leader_epoch: int | None = None  # the source leader epoch of the fetch position (progress keeps it)
     syncs_sent: int = 0
     forwarded: int = 0
+    dropped: int = 0  # records the flow's transforms dropped since the last report
     reencoded_reason: str | None = None
     deliver: Any = None  # the bound `on_delivery`, made once (a bound method per produce call costs)
 
@@ -232,8 +233,10 @@ class PartitionCopy:
             read_errors=read_errors,
             forwarded=self.forwarded,
             reencoded_reason=self.reencoded_reason,
+            dropped=self.dropped,
         )
         self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = self.forwarded = 0
+        self.dropped = 0
         self.reencoded_reason = None
         self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0
         self.reset_from = self.expired_from = self.expired_to = None

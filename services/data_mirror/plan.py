@@ -11,6 +11,7 @@ import zlib
 from dataclasses import dataclass
 
 from services.data_mirror.work import PartitionWork, TaskSpec
+from shared.config.transforms import TransformSpec
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class FlowClients:
     offset_lag_max: int
     emit_offset_syncs: bool
     reset_to_latest: bool
+    transforms: tuple[TransformSpec, ...] = ()
+    provenance: bool = False
 
     def task(
         self,
@@ -64,6 +67,8 @@ class FlowClients:
             reset_to_latest=self.reset_to_latest,
             commit_interval_ms=commit_interval_ms,
             blocked_retry_s=blocked_retry_s,
+            transforms=self.transforms,
+            provenance=self.provenance,
         )
 
 

@@ -25,8 +25,11 @@ from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy, refuses_record
 from services.data_mirror.record_size import record_size, surely_fits
 from services.data_mirror.task_clients import TaskClients
+from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed
 from services.data_mirror.work import TaskSpec
+from shared.errors import CodecError
 from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.records.provenance import PROVENANCE_HEADER, Provenance, provenance_of
 
 CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
@@ -46,6 +49,10 @@ class RecordCopier:
         self.parts: dict[PartitionKey, PartitionCopy] = {}
         self.records = 0
         self.read_errors = 0
+        self.chain = TransformChain(spec.transforms)
+        source, self.target_alias = spec.aliases
+        self.origin = source if spec.provenance else None  # the cluster a provenance header names
+        self.reshaped = bool(self.chain) or spec.provenance  # records change on their way: the slower step
 
     async def open(self) -> None:
         """The clients were connected with the task (the producer's transactions initialised, fencing)."""
@@ -62,7 +69,7 @@ class RecordCopier:
     # -- the hot loop -------------------------------------------------------------------------------------
     async def step(self) -> None:
         """Consume what is there (waiting up to IDLE_WAIT_S for the first record when nothing is), produce it."""
-        consumer, producer, parts, clock = self.consumer, self.producer, self.parts, self.clock
+        consumer, producer, parts, clock, reshaped = self.consumer, self.producer, self.parts, self.clock, self.reshaped
         produce, poll = producer.produce, producer.poll
         messages = consumer.consume(CONSUME_BATCH, 0)
         if not messages:
@@ -88,6 +95,12 @@ class RecordCopier:
             if epoch is not None:  # the epoch of the position, as a truncation check asks it (an older one misleads)
                 part.leader_epoch = epoch
             key, value, headers = msg.key(), msg.value(), msg.headers()
+            timestamp = msg.timestamp()[1]
+            if reshaped:
+                kept = self._transformed(part, offset, key, value, headers, timestamp)
+                if kept is None:
+                    continue  # dropped (a gap on the target, as on a compacted topic), or its transform failed
+                key, value, headers, timestamp = kept.key, kept.value, kept.headers, kept.timestamp
             limit = part.work.max_record_bytes
             if (
                 limit is not None
@@ -95,7 +108,6 @@ class RecordCopier:
                 and self._too_large(part, offset, key, value, headers, limit)
             ):
                 continue
-            timestamp = msg.timestamp()[1]
             while True:
                 try:
                     produce(
@@ -130,6 +142,30 @@ class RecordCopier:
                 part.age_ms_max = age
         self.records += len(messages)
         poll(0)
+
+    def _transformed(
+        self, part: PartitionCopy, offset: int, key: Any, value: Any, headers: Any, timestamp: int
+    ) -> MirrorRecord | None:
+        """The record after the flow's transforms and its provenance header, or None when it is not copied: a
+        transform dropped it, or its provenance names the target (it came from there). A Python transform that
+        fails stops the partition at the record, as a record the target refuses does (reported, retried later)."""
+        work = part.work
+        record = MirrorRecord(work.remote_topic, work.partition, offset, key, value, list(headers or ()), timestamp)
+        known = _provenance(record.headers) if self.origin is not None else None
+        if known is not None and known.visited(self.target_alias):
+            part.dropped += 1  # it came from the target (or passed through it): copying it back would loop
+            return None
+        try:
+            kept = self.chain.apply(record)
+        except TransformFailed as exc:
+            part.refuse(offset, str(exc))
+            self.hold(part)
+            return None
+        if kept is None:
+            part.dropped += 1
+        elif self.origin is not None:
+            _stamp(kept, known, Provenance(self.origin, work.source_topic, work.partition, offset))
+        return kept
 
     def _too_large(self, part: PartitionCopy, offset: int, key: Any, value: Any, headers: Any, limit: int) -> bool:
         size = record_size(key, value, headers)
@@ -282,3 +318,23 @@ class RecordCopier:
 
     def abort(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         self.producer.abort_transaction(timeout_s)
+
+
+def _provenance(headers: list[tuple[str, bytes | None]]) -> Provenance | None:
+    """The record's provenance, if it has a readable one (a malformed header is left as it is)."""
+    raw = provenance_of(headers)
+    if raw is None:
+        return None
+    try:
+        return Provenance.decode(raw)
+    except CodecError:
+        return None
+
+
+def _stamp(record: MirrorRecord, known: Provenance | None, first: Provenance) -> None:
+    """Write the record's provenance: `first` on a first copy, else the known one with the source as a hop."""
+    if provenance_of(record.headers) is None:
+        record.headers.append((PROVENANCE_HEADER, first.encode()))
+    elif known is not None and not known.visited(first.cluster):
+        passed = known.leaving(first.cluster).encode()
+        record.headers = [(n, passed if n == PROVENANCE_HEADER else v) for n, v in record.headers]

@@ -292,7 +292,13 @@ class TaskLoop:
         written = []
         for part in self.parts.values():
             position = part.next_position()
-            quiet = part.records == 0 and part.expired == 0 and part.reset_from is None and part.refused_at is None
+            quiet = (
+                part.records == 0
+                and part.expired == 0
+                and part.dropped == 0
+                and part.reset_from is None
+                and part.refused_at is None
+            )
             if quiet and position == part.committed and part.end_offset == part.reported_end:
                 continue
             self._send_progress(part, position)

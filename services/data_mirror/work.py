@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.config.transforms import TransformSpec
 from shared.control.topic_names import mirror_transactional_id
 
 
@@ -62,6 +63,14 @@ class TaskSpec:
     reset_to_latest: bool
     commit_interval_ms: int
     blocked_retry_s: float
+    transforms: tuple[TransformSpec, ...] = ()  # the flow's transforms, applied to each record (record path only)
+    provenance: bool = False  # add the provenance header; never copy a record that came from the target
+
+    @property
+    def aliases(self) -> tuple[str, str]:
+        """(source, target) cluster aliases of the flow."""
+        source, _, target = self.flow.partition("->")
+        return source, target
 
     @property
     def transactional_id(self) -> str | None:

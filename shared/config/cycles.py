@@ -10,6 +10,8 @@ An enabled identity flow X->Y that lies on a cycle of enabled flows is accepted 
 literal names (letters, digits, `_`, `-`, and dots written `[.]` or `\\.`) and none of them, followed
 through every enabled flow (its topic filter, its policy and MM2's own cycle check), comes back to X under a
 name X->Y copies. Regular expressions cannot be checked that way, so they are refused on such a flow.
+A flow with provenance headers on (`strait.provenance.enabled`) is accepted on any cycle when every enabled flow
+into its source has them on too: the headers, not the names, stop the loop.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def check_cycles(flows: Iterable[FlowConfig]) -> None:
         if flow.settings.replication_policy_class != "identity":
             continue
         loop = _path(rules, flow.target, flow.source)
-        if loop is None:
+        if loop is None or _marked_both_ways(rules, flow):
             continue
         cycle = "->".join([flow.source, *loop])
         names = literal_names(flow.settings.topics)
@@ -85,6 +87,13 @@ def check_cycles(flows: Iterable[FlowConfig]) -> None:
                     key=topics_key,
                     value=",".join(flow.settings.topics),
                 )
+
+
+def _marked_both_ways(rules: Mapping[str, list[_Rule]], flow: FlowConfig) -> bool:
+    """True when `flow` writes provenance headers and every enabled flow into its source drops records that
+    passed through there (shared/records/provenance.py): nothing it copies can come back and be copied again."""
+    into_source = [r.flow for by_source in rules.values() for r in by_source if r.flow.target == flow.source]
+    return flow.settings.provenance_enabled and all(other.settings.provenance_enabled for other in into_source)
 
 
 def literal_names(entries: Sequence[str]) -> tuple[str, ...] | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from shared.config.cluster import ClusterConfig
 from shared.config.flow_settings import FlowSettings
+from shared.config.transforms import TransformSpec
 
 ROLES = ("consumer", "producer", "admin")
 
@@ -51,6 +52,7 @@ class FlowConfig:
     admin_overrides: dict[str, str] = field(default_factory=dict)
     source_overrides: ClientOverrides = field(default_factory=ClientOverrides)
     target_overrides: ClientOverrides = field(default_factory=ClientOverrides)
+    transforms: tuple[TransformSpec, ...] = ()  # Connect's single message transforms, applied in order
 
     @property
     def name(self) -> str:

@@ -72,6 +72,9 @@ class FlowSettings:
     # Strait's own: forward the source's record batches unchanged where that is exact (auto: at-least-once flows),
     # always (on: refused with exactly-once) or never (off: every record is copied one by one).
     copy_batches: Literal["auto", "on", "off"] = "auto"
+    # Strait's own: a provenance header on each copy, and no copy of a record that came from the target
+    # (shared/records/provenance.py): loop-free active/active under IdentityReplicationPolicy.
+    provenance_enabled: bool = False
 
 
 Parser = Callable[[str, str], object]
@@ -163,6 +166,7 @@ _SETTINGS: dict[str, tuple[str | None, Parser]] = {
     "strait.checkpoints.source": ("checkpoints_source", _choice("auto", "stream", "poll")),
     "strait.checkpoints.coalesce.ms": ("checkpoints_coalesce_ms", _int(0, 60_000)),
     "strait.copy.batches": ("copy_batches", _choice("auto", "on", "off")),
+    "strait.provenance.enabled": ("provenance_enabled", parse_bool),
     # Kafka 3.5+ exactly-once: the connector-level request and the worker-level switch.
     "exactly.once.support": (None, _choice("enabled", "disabled", "requested", "required", ignore_case=True)),
     "exactly.once.source.support": (None, _choice("enabled", "preparing", "disabled", ignore_case=True)),

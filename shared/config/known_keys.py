@@ -38,8 +38,6 @@ IGNORED_KEYS: frozenset[str] = frozenset(
         "target.cluster.alias",
         "tasks.max.enforce",
         "config.action.reload",
-        "transforms",
-        "predicates",
         "metric.reporters",
         "auto.include.jmx.reporter",
         "transaction.boundary",
@@ -69,8 +67,6 @@ IGNORED_PREFIXES: tuple[str, ...] = (
     "task.",
     "worker.",
     "rest.",
-    "transforms.",
-    "predicates.",
     "errors.",
     "topic.creation.",
     "offset.flush.",
@@ -119,6 +115,7 @@ class KeyKind(enum.Enum):
     PROVIDERS = "providers"
     CLIENT_DEFAULT = "client default"
     CLIENT_PREFIXED = "client prefixed"
+    TRANSFORM = "transform"  # Connect's `transforms`/`predicates` keys (shared/config/transforms.py)
     IGNORED = "ignored"
     UNKNOWN = "unknown"
 
@@ -145,6 +142,8 @@ def classify(key: str) -> KeyKind:
         return KeyKind.STRAIT
     if is_provider_key(key):
         return KeyKind.PROVIDERS
+    if key in ("transforms", "predicates") or key.startswith(("transforms.", "predicates.")):
+        return KeyKind.TRANSFORM
     if key in IGNORED_KEYS or key.startswith(IGNORED_PREFIXES):
         return KeyKind.IGNORED
     if is_client_default_key(key):
@@ -162,7 +161,9 @@ def first_segments() -> frozenset[str]:
 
 def suggest(key: str, *, prefix: str = "") -> str | None:
     """The known key closest to `key` (a likely typo), written with `prefix`, or None."""
-    candidates = sorted(SETTING_KEYS | IGNORED_KEYS | {ENABLED_KEY, CLUSTERS_KEY, "bootstrap.servers"})
+    candidates = sorted(
+        SETTING_KEYS | IGNORED_KEYS | {ENABLED_KEY, CLUSTERS_KEY, "bootstrap.servers", "transforms", "predicates"}
+    )
     if prefix:
         candidates.remove(CLUSTERS_KEY)
     matches = difflib.get_close_matches(key, candidates, n=1, cutoff=0.8)

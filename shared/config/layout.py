@@ -112,10 +112,12 @@ def _flow_of(layout: Layout, key: str, value: str, head: str, rest: str) -> tupl
 
 
 def flow_kind(rest: str) -> str | None:
-    """setting, cluster, side, override or ignored, for a flow key without `A->B.`; None if unknown."""
+    """setting, transform, cluster, side, override or ignored, for a flow key without `A->B.`; None if unknown."""
     kind = classify(rest)
     if kind in (KeyKind.SETTING, KeyKind.STRAIT):
         return "setting"
+    if kind is KeyKind.TRANSFORM:
+        return "transform"
     if kind is KeyKind.IGNORED:
         return "ignored"
     if rest.startswith(tuple(f"{side}.cluster." for side in SIDES)):

@@ -22,10 +22,10 @@ from shared.config.overrides import apply_overrides
 from shared.config.properties import load_properties_file
 from shared.config.providers import resolve_references
 from shared.config.redaction import describe, one_line
+from shared.config.transforms import parse_transforms, transform_keys
 from shared.config.values import parse_bool
 from shared.errors import ConfigError
 
-TRANSFORMS_KEY = "transforms"
 _EOS_SOURCE_SUPPORT = "exactly.once.source.support"
 
 
@@ -127,35 +127,9 @@ def build_mm2_config(props: Mapping[str, str]) -> MirrorMakerConfig:
         if source != target
     )
     check_cycles(flows)
-    _refuse_transforms(layout, flows)
     return MirrorMakerConfig(
         clusters=clusters, flows=flows, top_level=layout.top_level, ignored_keys=tuple(layout.ignored)
     )
-
-
-def _refuse_transforms(layout: Layout, flows: tuple[FlowConfig, ...]) -> None:
-    """Connect's single message transforms change what MM2 writes to the target; Strait applies none yet, so a
-    flow configured with some would copy different data than MM2 did, silently. Refused before anything starts."""
-    for flow in flows:
-        if not flow.enabled:
-            continue
-        own = layout.flows.get((flow.source, flow.target), {})
-        key, value = (
-            (f"{flow.name}.{TRANSFORMS_KEY}", own[TRANSFORMS_KEY])
-            if TRANSFORMS_KEY in own
-            else (
-                TRANSFORMS_KEY,
-                layout.top_level.get(TRANSFORMS_KEY, ""),
-            )
-        )
-        if value.strip():
-            raise ConfigError(
-                f"{key}={value}: flow {flow.name} would apply Kafka Connect transforms, which Strait does not "
-                "apply: its target would get the records unchanged, unlike MM2's; remove the transforms (and their "
-                f"{TRANSFORMS_KEY}.* and predicates keys) to mirror records as they are",
-                key=key,
-                value=value,
-            )
 
 
 def _names(prefix: str, props: Mapping[str, str]) -> dict[str, str]:
@@ -192,11 +166,14 @@ def _build_flow(
         key_names = {**_names(f"{alias}.", layout.clusters[alias]), **_names(f"{prefix}{side}.cluster.", sides[side])}
         return build_cluster(alias, keys, defaults, key_names=key_names)
 
+    chain = transform_keys(layout.top_level) | transform_keys(own)
+    chain_names = _names("", transform_keys(layout.top_level)) | _names(prefix, transform_keys(own))
     flow = FlowConfig(
         source=source,
         target=target,
         enabled=enabled,
         settings=settings,
+        transforms=parse_transforms(chain, chain_names) if enabled else (),
         props=props,
         source_cluster=side_cluster("source", source),
         target_cluster=side_cluster("target", target),
@@ -207,6 +184,7 @@ def _build_flow(
         target_overrides=side_overrides["target"],
     )
     _check_exactly_once(flow)
+    _check_transforms(flow)
     return flow
 
 
@@ -235,6 +213,20 @@ def _split_client_keys(
             plain[first][remainder] = value
     side_overrides = {side: ClientOverrides(**side_roles[side]) for side in SIDES}
     return sides, side_overrides, {role: {**plain[role], **forced[role]} for role in ROLES}
+
+
+def _check_transforms(flow: FlowConfig) -> None:
+    """Forwarded batches are byte-for-byte copies: a flow that changes records copies them one by one."""
+    changes = [f"transforms ({', '.join(t.alias for t in flow.transforms)})"] if flow.transforms else []
+    if flow.settings.provenance_enabled:
+        changes.append("strait.provenance.enabled=true")
+    if changes and flow.settings.copy_batches == "on":
+        raise ConfigError(
+            f"flow '{flow.name}': strait.copy.batches=on cannot be combined with {' and '.join(changes)}: forwarded "
+            "batches reach the target unchanged; use auto (a flow that changes records copies them one by one)",
+            key=f"{flow.name}.strait.copy.batches",
+            value="on",
+        )
 
 
 def _check_exactly_once(flow: FlowConfig) -> None:

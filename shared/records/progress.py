@@ -40,7 +40,7 @@ class ProgressKey:
         return cls(flow, topic, partition)
 
 
-_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed", "read_errors", "forwarded"})
+_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed", "read_errors", "forwarded", "dropped"})
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class CopyReport:
     read_errors: int = 0  # retriable errors the task's source consumer reported (librdkafka retries them)
     forwarded: int = 0  # of `records`, those in source batches forwarded unchanged (the rest went one by one)
     reencoded_reason: str | None = None  # why the last batch that was not forwarded unchanged was re-encoded
+    dropped: int = 0  # records the flow's transforms dropped (not copied, by configuration)
 
     def encode(self) -> dict[str, Any]:
         """Only the fields that say something (keeps the record small): no None, and no zero counts."""

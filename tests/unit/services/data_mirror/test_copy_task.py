@@ -5,13 +5,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from confluent_kafka import KafkaError
 
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.task_entry import task_loop
 from services.data_mirror.task_loop import TaskLoop
 from services.data_mirror.work import PartitionWork, TaskSpec
+from shared.config.transforms import PredicateSpec, TransformSpec
 from shared.records import OffsetSync
 from shared.records.progress import decode_progress_record
 from tests.unit.services.data_mirror.fake_kafka import (
@@ -425,3 +428,70 @@ def test_a_topic_made_again_under_a_running_task_is_copied_from_its_start_not_ta
     result = task_loop(_with_topic_id(_spec(1), "id-1"), clients).run()
     assert result.error is None
     assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)], "all 30, from the start"
+
+
+def test_a_flow_with_a_filter_copies_the_kept_records_in_order_and_its_syncs_place_each_after_a_gap() -> None:
+    """Tombstones dropped by Filter+RecordIsTombstone: the target gets the others in order; the offset syncs
+    place the first record after each gap afresh (as after compaction), and the position passes the dropped
+    records at the end, so a restart copies nothing again."""
+    cluster = FakeCluster()
+    log = cluster.log("orders", 0)
+    for i in range(10):
+        log.append(Record(f"k{i}".encode(), None if i in (3, 4, 9) else f"v{i}".encode(), 1_000 + i, []))
+    drop = TransformSpec("dropTombstones", "filter", PredicateSpec("tombstone", "is_tombstone"))
+    spec = dataclasses.replace(_spec(1), transforms=(drop,))
+    _, error = _run(cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 7))
+    assert error is None
+    assert _values(cluster, 0) == [f"v{i}".encode() for i in (0, 1, 2, 5, 6, 7, 8)]
+    syncs = _syncs(cluster)
+    assert (0, 0, 0) in syncs
+    assert (0, 5, 3) in syncs, "the first record after the dropped ones is placed by a sync of its own"
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 10
+    reports = [decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0) if r.value is not None]
+    assert sum(report.dropped for report in reports if report is not None) == 3
+
+
+def test_a_python_transform_that_fails_stops_its_partition_at_the_record_and_reports_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "strict_masks.py").write_text(
+        "def mask(record):\n    if record.offset == 4:\n        raise ValueError('not JSON')\n    return record\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cluster = FakeCluster()
+    _fill(cluster, 0, 10)
+    _fill(cluster, 1, 10)
+    spec = dataclasses.replace(_spec(2), transforms=(TransformSpec("mask", "python", function="strict_masks:mask"),))
+    _, error = _run(
+        cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 1)) == 10, limit_s=2)
+    )
+    assert error is None
+    assert len(cluster.log("A.orders", 0)) == 4, "partition 0 waits at offset 4"
+    progress = read_progress(cluster, PROGRESS, FLOW)
+    assert progress[("orders", 0)].next_offset == 4
+    report = progress[("orders", 0)].report
+    assert report is not None
+    assert report.blocked_offset == 4
+    assert "transform mask (strict_masks:mask) raised ValueError: not JSON" in (report.blocked_reason or "")
+
+
+def test_with_provenance_each_first_copy_is_stamped_and_nothing_that_came_from_the_target_goes_back() -> None:
+    """Flow A->B with provenance on: a record written at A gets `A:orders:0:<offset>`; one that came from B (its
+    header names B, as origin or hop) is not copied; one that came from C is copied with A added as a hop."""
+    cluster = FakeCluster()
+    log = cluster.log("orders", 0)
+    origins: list[bytes | None] = [None, b"B:orders:0:7", None, b"C:orders:0:9", b"C:orders:0:10>B", b"not:valid"]
+    for i, origin in enumerate(origins):
+        headers = [("h", b"v")] + ([("strait.provenance", origin)] if origin is not None else [])
+        log.append(Record(f"k{i}".encode(), f"v{i}".encode(), 1_000 + i, headers))
+    spec = dataclasses.replace(_spec(1), provenance=True)
+    _, error = _run(cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 4))
+    assert error is None
+    copied = [(r.value, dict(r.headers or []).get("strait.provenance")) for r in cluster.committed("A.orders", 0)]
+    assert copied == [
+        (b"v0", b"A:orders:0:0"),
+        (b"v2", b"A:orders:0:2"),
+        (b"v3", b"C:orders:0:9>A"),
+        (b"v5", b"not:valid"),
+    ]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 6

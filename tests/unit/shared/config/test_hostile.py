@@ -101,6 +101,14 @@ def test_identity_two_way_with_regex_topics_is_refused() -> None:
     assert "A->B.topics='.*'" in message
 
 
+def test_identity_two_way_with_provenance_on_both_flows_is_accepted_and_on_one_is_refused() -> None:
+    both = {"A->B.enabled": "true", "B->A.enabled": "true", "replication.policy.class": IDENTITY}
+    config = parse_mm2_config({**BASE, **both, "strait.provenance.enabled": "true"}, env={})
+    assert all(flow.settings.provenance_enabled for flow in config.enabled_flows)
+    message = refused({**both, "A->B.strait.provenance.enabled": "true"})
+    assert message.startswith("flows A->B->A form a cycle"), "B->A copies A's records back without the header"
+
+
 def test_identity_two_way_with_disjoint_literal_topics_is_accepted() -> None:
     parse_mm2_config(
         {

@@ -1,0 +1,148 @@
+"""Connect's transforms and predicates, as MM2 applies them: the same configuration run through MirrorMaker 2
+itself and through Strait, from the same source records, gives the same records on the target, one by one.
+
+Both tools read the source cluster under their own alias (MM2 as `MA`, Strait as `SA`), so each has its own
+remote topics on the same target; the topic predicate's pattern matches both names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from confluent_kafka import KafkaException
+
+from shared.kafka.factories import confluent_producer
+from shared.localkafka import KafkaCluster
+from shared.localkafka.mirror_maker import MirrorMakerProcess
+from tests.support.kafka_io import Rec, consume_to_end, end_offsets_sum, make_topic
+from tests.support.mm2_config import write_mm2_config
+from tests.support.service_process import ServiceProcess
+from tests.support.waiting import wait_until
+
+CONNECT = "org.apache.kafka.connect.transforms."
+RECORDS = 300
+PARTITIONS = 2
+
+
+def _chain() -> dict[str, str]:
+    """Drop tombstones; drop two headers from records that carry `secret`; keep only the `keep-*` topics."""
+    return {
+        "transforms": "dropTombstones,strip,keepOnly",
+        "transforms.dropTombstones.type": CONNECT + "Filter",
+        "transforms.dropTombstones.predicate": "isTombstone",
+        "transforms.strip.type": CONNECT + "DropHeaders",
+        "transforms.strip.headers": "secret,trace",
+        "transforms.strip.predicate": "hasSecret",
+        "transforms.keepOnly.type": CONNECT + "Filter",
+        "transforms.keepOnly.predicate": "keepTopics",
+        "transforms.keepOnly.negate": "true",
+        "predicates": "isTombstone,hasSecret,keepTopics",
+        "predicates.isTombstone.type": CONNECT + "predicates.RecordIsTombstone",
+        "predicates.hasSecret.type": CONNECT + "predicates.HasHeaderKey",
+        "predicates.hasSecret.name": "secret",
+        "predicates.keepTopics.type": CONNECT + "predicates.TopicNameMatches",
+        # written as a properties file spells it (a backslash escapes): Java's pattern is \p{Upper}+\.keep-.*
+        "predicates.keepTopics.pattern": r"\\p{Upper}+\\.keep-.*",
+    }
+
+
+def _fill(cluster: KafkaCluster, topic: str) -> None:
+    producer = confluent_producer(cluster.client_properties(), **{"enable.idempotence": True, "linger.ms": 5})
+    for i in range(RECORDS):
+        headers: list[tuple[str, str | bytes]] = [("trace", f"t{i}".encode()), ("keep", b"k")]
+        if i % 3 == 0:
+            headers.append(("secret", b"s"))
+        value = None if i % 7 == 0 else f"v{i}".encode()
+        producer.produce(
+            topic, value, f"k{i}".encode(), partition=i % PARTITIONS, headers=headers, timestamp=1_700_000_000_000 + i
+        )
+    assert producer.flush(60) == 0
+
+
+class Content(NamedTuple):
+    """What a copy must keep of a record (its offset may differ: dropped records leave no gap on the target)."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp_ms: int
+
+
+def _records(cluster: KafkaCluster, topic: str) -> dict[int, list[Content]]:
+    by_partition: dict[int, list[Content]] = {p: [] for p in range(PARTITIONS)}
+    for rec in consume_to_end(cluster.client_properties(), topic):
+        by_partition[rec.partition].append(_content(rec))
+    return by_partition
+
+
+def _content(rec: Rec) -> Content:
+    return Content(rec.key, rec.value, tuple(rec.headers), rec.timestamp_ms)
+
+
+def _copied(cluster: KafkaCluster, topic: str) -> int:
+    """Records on `topic` so far (0 while the replicator has not created it)."""
+    try:
+        return end_offsets_sum(cluster.client_properties(), topic, PARTITIONS)
+    except KafkaException:
+        return 0
+
+
+def _flow(topics: str, chain: Mapping[str, str]) -> dict[str, str]:
+    return {"topics": topics, "emit.checkpoints.enabled": "false", **chain}
+
+
+def test_the_transforms_strait_implements_give_the_target_what_mm2_gives_it_record_by_record(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    keep, drop = f"keep-{unique}", f"drop-{unique}"
+    for topic in (keep, drop):
+        make_topic(cluster_a.client_properties(), topic, PARTITIONS)
+        _fill(cluster_a, topic)
+    topics = f"(keep|drop)-{unique}"
+    mm2_config = write_mm2_config(
+        tmp_path / "mm2.properties",
+        {"MA": cluster_a, "B": cluster_b},
+        {"MA->B": _flow(topics, _chain())},
+        {
+            "B->MA.enabled": "false",
+            "emit.heartbeats.enabled": "false",  # MM2 would run its heartbeats through the same transforms
+            "sync.topic.acls.enabled": "false",
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+        },
+    )
+
+    kept = sum(1 for i in range(RECORDS) if i % 7)
+    mm2 = MirrorMakerProcess(mm2_config, log_path=tmp_path / "mm2.log", clusters=["B"]).start()
+    try:
+        wait_until(
+            lambda: _copied(cluster_b, f"MA.{keep}") >= kept,
+            180,
+            f"MM2 copied the {kept} records it keeps",
+        )
+    finally:
+        mm2.stop()
+
+    strait_config = write_mm2_config(
+        tmp_path / "strait.properties", {"SA": cluster_a, "B": cluster_b}, {"SA->B": _flow(topics, _chain())}
+    )
+    for topic in (keep, drop):
+        make_topic(cluster_b.client_properties(), f"SA.{topic}", PARTITIONS)
+    with ServiceProcess("data_mirror", strait_config, tmp_path) as mirror:
+        wait_until(
+            lambda: _copied(cluster_b, f"SA.{keep}") >= kept,
+            180,
+            f"Strait copied the {kept} records it keeps",
+        )
+        assert mirror.stop() == 0
+
+    by_mm2, by_strait = _records(cluster_b, f"MA.{keep}"), _records(cluster_b, f"SA.{keep}")
+    assert sum(len(records) for records in by_mm2.values()) == kept
+    assert by_strait == by_mm2, "the same records, in the same partitions and order, with the same headers"
+    stripped = [r for records in by_strait.values() for r in records if r.headers == (("keep", b"k"),)]
+    assert len(stripped) == sum(1 for i in range(RECORDS) if i % 7 and i % 3 == 0), "secret and trace dropped"
+    assert end_offsets_sum(cluster_b.client_properties(), f"MA.{drop}", PARTITIONS) == 0
+    assert end_offsets_sum(cluster_b.client_properties(), f"SA.{drop}", PARTITIONS) == 0
