@@ -71,6 +71,7 @@ class MirrorSetup:
     tasks: int
     refresh_topics_s: int | None = None  # None: each tool's own default
     source_consumer: tuple[tuple[str, str], ...] = ()  # `<source>.consumer.*` settings (a distant source's tuning)
+    flow_settings: tuple[tuple[str, str], ...] = ()  # `<source>-><target>.*` settings (e.g. transforms)
 
     @property
     def flow(self) -> str:
@@ -96,6 +97,7 @@ def mirror_properties(setup: MirrorSetup, source_servers: str, target_servers: s
     if setup.refresh_topics_s is not None:
         props["refresh.topics.interval.seconds"] = str(setup.refresh_topics_s)
     props |= {f"{src}.consumer.{key}": value for key, value in setup.source_consumer}
+    props |= {f"{setup.flow}.{key}": value for key, value in setup.flow_settings}
     return props
 
 

@@ -64,14 +64,20 @@ def copy_topic(
     verify: bool = False,
     source: ClusterAddress | None = None,
     source_consumer: tuple[tuple[str, str], ...] = (),
+    flow_settings: tuple[tuple[str, str], ...] = (),
 ) -> CopyResult:
     """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
     With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes.
     `source`: how the tool reaches the source (default: directly; the WAN section: through the fault proxy);
-    `source_consumer`: the tool's `<source>.consumer.*` settings."""
+    `source_consumer`: the tool's `<source>.consumer.*` settings; `flow_settings`: more keys of the flow."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(
-        source_alias, target_alias, topics=dataset.topic, tasks=lab.options.tasks, source_consumer=source_consumer
+        source_alias,
+        target_alias,
+        topics=dataset.topic,
+        tasks=lab.options.tasks,
+        source_consumer=source_consumer,
+        flow_settings=flow_settings,
     )
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-{dataset.topic}")
     mirror = open_mirror(tool, setup, source or lab.source, lab.target, run_dir)

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from benchmarks import discovery, latency, resources, scale, spark_spread, throughput, verify_speed, wan
+from benchmarks import discovery, latency, resources, scale, spark_spread, throughput, transforms, verify_speed, wan
 from benchmarks.console import say
 from benchmarks.lab import Lab, open_lab
 from benchmarks.model import BenchOptions, Section
@@ -33,6 +33,7 @@ TITLES = {
     "scale": "9. Real size: 12 to 4,000 partitions",
     "cluster": "10. Spread over a Spark cluster",
     "wan": "11. A distant source (50 and 150 ms round trip)",
+    "transforms": "12. A flow with a transform (Filter)",
 }
 CHOICES = (
     "throughput",
@@ -45,6 +46,7 @@ CHOICES = (
     "scale",
     "cluster",
     "wan",
+    "transforms",
 )
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
@@ -53,6 +55,7 @@ LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "scale": scale.run,
     "cluster": spark_spread.run,
     "wan": wan.run,
+    "transforms": transforms.run,
 }
 EXTERNAL = {
     "failover": "benchmarks.failover_precision",

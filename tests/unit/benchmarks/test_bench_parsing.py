@@ -72,8 +72,10 @@ def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_ru
         "scale",
         "cluster",
         "wan",
+        "transforms",
     ]
     assert parse_only("scale") == ["scale"]
+    assert parse_only("transforms") == ["transforms"]
     with pytest.raises(ValueError, match="unknown section"):
         parse_only("speed")
 
