@@ -96,7 +96,12 @@ class GroupAdmin:
     def committed_offsets(
         self, groups: Iterable[str]
     ) -> tuple[dict[str, GroupOffsets], dict[str, KafkaOperationError]]:
-        """Committed offsets of each group (partitions without a valid offset left out) and per-group errors."""
+        """Committed offsets of each group (partitions without a valid offset left out) and per-group errors.
+
+        Metadata read here is exact only when a librdkafka client wrote it: librdkafka copies an admin result's
+        metadata without a terminating NUL and confluent-kafka reads it as a C string, so metadata written by
+        other clients (Java consumers) may come back with stray bytes. `GroupOffsetsClient` reads it exactly; this
+        is the fallback for brokers that cannot batch OffsetFetch."""
         offsets: dict[str, GroupOffsets] = {}
         errors: dict[str, KafkaOperationError] = {}
         pending = list(dict.fromkeys(groups))

@@ -303,7 +303,10 @@ async def test_group_offsets_are_read_in_batches_and_committed_with_exact_metada
     assert errors == {}
     assert offsets == {**changes, f"missing-{unique}": {}}
     per_group, _ = GroupAdmin(flow.source, confluent_admin(flow.a_props), timeout_s=10).committed_offsets(groups[:2])
-    assert per_group[groups[1]][(flow.topic, 0)] == CommittedOffset(1, "meta-1")
+    # Offsets only: librdkafka copies an admin result's metadata without a terminating NUL and confluent-kafka
+    # reads it as a C string, so metadata a librdkafka client did not write comes back with whatever bytes follow
+    # it in memory ('meta-1ace\x06' in one CI run). The exact metadata is asserted above, read by Strait's client.
+    assert per_group[groups[1]][(flow.topic, 0)].offset == 1
 
 
 # -- streamed from the source's offset commits ---------------------------------------------------------------------
