@@ -105,6 +105,7 @@ LIBRDKAFKA_PRODUCER_ONLY = frozenset(
         "compression.level",
     }
 )
+_SOCKET_BUFFERS = frozenset({"receive.buffer.bytes", "send.buffer.bytes"})
 # Java-only settings that have no meaning for our byte-array clients, or that are translated on their own
 # (the JAAS line, the TLS stores): dropped without a warning.
 _SILENTLY_DROPPED = frozenset(
@@ -166,6 +167,9 @@ def to_librdkafka(props: Mapping[str, str]) -> ClientProps:
     for key, value in props.items():
         if key in _SAME_IN_LIBRDKAFKA:
             out[key] = value
+        elif key in _SOCKET_BUFFERS:
+            # Java's -1 is "the operating system's default", librdkafka's 0 (which refuses -1)
+            out[_RENAMED_FOR_LIBRDKAFKA[key]] = "0" if value.strip() == "-1" else value
         elif key in _RENAMED_FOR_LIBRDKAFKA:
             out[_RENAMED_FOR_LIBRDKAFKA[key]] = value
         elif key == "buffer.memory":

@@ -33,6 +33,16 @@ def test_renamed_and_unit_converted_settings() -> None:
     assert out == {"message.max.bytes": "2097152", "queue.buffering.max.kbytes": "32768", "linger.ms": "5"}
 
 
+def test_javas_minus_one_socket_buffer_the_os_default_is_librdkafkas_zero_and_a_client_accepts_it() -> None:
+    """MM2 users set receive.buffer.bytes=-1 for a distant source (the OS sizes the socket); librdkafka refuses
+    -1 and spells the same thing 0."""
+    props = {"bootstrap.servers": "127.0.0.1:1", "receive.buffer.bytes": "-1", "send.buffer.bytes": "131072"}
+    out = to_librdkafka(props).settings
+    assert out["socket.receive.buffer.bytes"] == "0"
+    assert out["socket.send.buffer.bytes"] == "131072"
+    confluent_consumer(props, **{"group.id": "g"}).close()
+
+
 def test_settings_without_an_equivalent_are_reported_not_dropped_silently() -> None:
     translated = to_librdkafka({"bootstrap.servers": "h:1", "interceptor.classes": "com.x.Y", "key.serializer": "x"})
     assert translated.ignored == ("interceptor.classes",)
