@@ -38,11 +38,13 @@ class _StoredSync:
 
 @dataclass(slots=True)
 class _Run:
-    """Upstream offsets first..last map to `offset + shift` downstream, one to one, with nothing between."""
+    """Upstream offsets first..last map to `offset + shift` downstream, one to one, with nothing between;
+    `segment`: the writer's segment of its syncs (None: a writer that does not mark them, as MM2)."""
 
     first: int
     last: int
     shift: int
+    segment: SyncSegment | None = None
 
 
 def _continues(previous: _StoredSync, new: _StoredSync) -> bool:
@@ -52,6 +54,20 @@ def _continues(previous: _StoredSync, new: _StoredSync) -> bool:
     if upstream_step <= 0 or upstream_step != new.downstream - previous.downstream:
         return False
     return new.segment == previous.segment
+
+
+def _opened_after(run: _Run, following: _Run) -> bool:
+    """True when `following` starts with the sync its writer wrote at the one jump after `run`'s syncs."""
+    before, after = run.segment, following.segment
+    return (
+        before is not None
+        and after is not None
+        and after.opens
+        and after.writer == before.writer
+        and after.jumps == before.jumps + 1
+        and following.first > run.last
+        and following.first + following.shift > run.last + run.shift
+    )
 
 
 def _invariant_b(i_sync: _StoredSync, j_sync: _StoredSync, i: int, j: int) -> bool:
@@ -149,7 +165,7 @@ class OffsetSyncStore:
         if previous is not None and (new.upstream < previous.upstream or new.downstream < previous.downstream):
             runs.clear()  # a rewind: what older runs say about these offsets may no longer hold
             self.rewinds += 1
-        runs.append(_Run(new.upstream, new.upstream, new.downstream - new.upstream))
+        runs.append(_Run(new.upstream, new.upstream, new.downstream - new.upstream, new.segment))
         if len(runs) > RUNS_PER_PARTITION:
             del runs[0]
 
@@ -214,31 +230,43 @@ class OffsetSyncStore:
         return stored.downstream + step
 
     def translate_exact(self, topic: str, partition: int, upstream_offset: int) -> int | None:
-        """Like `translate_downstream`, but exact inside a run.
+        """Like `translate_downstream`, but exact inside a run, and across the jump to the writer's next run.
 
-        For U between the first and last sync of a kept run the answer is U + (down - up) of that run; in
-        every other case (between runs, beyond the newest sync, not read to end, no sync) it is
-        `translate_downstream`'s answer.
+        For U between the first and last sync of a kept run the answer is U + (down - up) of that run. For U
+        between a run and the next one, when the next run's first sync is the one its writer wrote at the jump
+        that ended the run (same writer, one jump more, marked as opening its stretch): the records after the
+        run's last sync were copied one to one up to the next run's first downstream offset, and the upstream
+        offsets after them were not copied (dropped by a transform, compacted away), so U maps into the first
+        part, or to the next run's first record. In every other case (beyond the newest sync, between runs of
+        different writers or with a sync lost between them, not read to end, no sync) it is
+        `translate_downstream`'s answer, which may re-deliver but never skips.
         """
         if not self._read_to_end:
             return None
-        runs = self._runs.get((topic, partition))
-        if runs:
-            index = bisect_right(runs, upstream_offset, key=lambda run: run.first) - 1
-            if index >= 0 and upstream_offset <= runs[index].last:
-                return upstream_offset + runs[index].shift
-        return self.translate_downstream(topic, partition, upstream_offset)
+        exact = self._exact(topic, partition, upstream_offset)
+        return exact if exact is not None else self.translate_downstream(topic, partition, upstream_offset)
 
     def is_exact(self, topic: str, partition: int, upstream_offset: int) -> bool:
-        """True if `translate_exact` answers exactly for this offset (inside a kept run), so later syncs cannot
-        improve the answer."""
-        if not self._read_to_end:
-            return False
+        """True if `translate_exact` answers exactly for this offset, so later syncs cannot improve the answer."""
+        return self._read_to_end and self._exact(topic, partition, upstream_offset) is not None
+
+    def _exact(self, topic: str, partition: int, upstream_offset: int) -> int | None:
         runs = self._runs.get((topic, partition))
         if not runs:
-            return False
+            return None
         index = bisect_right(runs, upstream_offset, key=lambda run: run.first) - 1
-        return index >= 0 and upstream_offset <= runs[index].last
+        if index < 0:
+            return None
+        run = runs[index]
+        if upstream_offset <= run.last:
+            return upstream_offset + run.shift
+        following = runs[index + 1] if index + 1 < len(runs) else None
+        if following is None or not _opened_after(run, following):
+            return None
+        copied_after = (following.first + following.shift) - (run.last + run.shift) - 1  # downstream, before it
+        if upstream_offset - run.last <= copied_after:
+            return upstream_offset + run.shift
+        return following.first + following.shift
 
     def sync_for(self, topic: str, partition: int, index: int) -> OffsetSync:
         """The sync stored at `index` (0 newest, 63 oldest) for a partition; for tests and diagnostics."""

@@ -30,6 +30,7 @@ class PendingSync:
     upstream: int
     downstream: int
     jumps: int
+    opens: bool = False  # the sync at a jump itself: the first record of its stretch
 
 
 @dataclass
@@ -55,15 +56,15 @@ class SyncTracker:
         self.previous_upstream, self.previous_downstream = upstream, downstream
         self.jumps += jumped
         if jumped or downstream - self.last_sync_downstream - 1 >= self.offset_lag_max:
-            self._queue(upstream, downstream)
+            self._queue(upstream, downstream, opens=jumped)
         else:
             self._last_synced = False
 
-    def _queue(self, upstream: int, downstream: int) -> None:
+    def _queue(self, upstream: int, downstream: int, *, opens: bool = False) -> None:
         self.last_sync_downstream = downstream
         self._last_synced = len(self.pending) < self.max_pending
         if self._last_synced:
-            self.pending.append(PendingSync(upstream, downstream, self.jumps))
+            self.pending.append(PendingSync(upstream, downstream, self.jumps, opens))
         else:
             self.left_out += 1
 

@@ -331,7 +331,7 @@ class TaskLoop:
             part.syncs_sent += len(syncs)
             for pending in syncs:
                 sync = OffsetSync(part.work.source_topic, part.work.partition, pending.upstream, pending.downstream)
-                segment = SyncSegment(part.tracker.writer, pending.jumps)
+                segment = SyncSegment(part.tracker.writer, pending.jumps, opens=pending.opens)
                 sync_producer.produce(
                     self.spec.offset_syncs_topic,
                     key=sync.record_key(),

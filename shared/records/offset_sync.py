@@ -9,7 +9,7 @@ between them were lost in delivery or left out; that is what makes a run of sync
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shared.errors import CodecError
 from shared.records.primitives import Reader, encode_int32, encode_int64, encode_string
@@ -50,19 +50,24 @@ class OffsetSync:
 
 
 SYNC_SEGMENT_HEADER = "strait.sync.segment"
+_OPENS = b"\x01"
 
 
 @dataclass(frozen=True, slots=True)
 class SyncSegment:
     """Which stretch of one-to-one copying a sync belongs to: `writer` is random per partition and task life,
-    `jumps` the number of offset jumps that writer had seen when it decided the sync."""
+    `jumps` the number of offset jumps that writer had seen when it decided the sync. `opens`: the sync is the
+    one at the jump itself (the first record after it), not compared (every sync of a stretch is in it)."""
 
     writer: int
     jumps: int
+    opens: bool = field(default=False, compare=False)
 
     def encode(self) -> bytes:
-        """16 bytes: writer INT64, jumps INT64."""
-        return encode_int64(self.writer, "writer") + encode_int64(self.jumps, "jumps")
+        """16 bytes: writer INT64, jumps INT64; a sync that opens its stretch adds one byte, 1 (16-byte readers
+        take such a sync for one without a segment, which costs them precision, never data)."""
+        flag = _OPENS if self.opens else b""
+        return encode_int64(self.writer, "writer") + encode_int64(self.jumps, "jumps") + flag
 
     @classmethod
     def decode(cls, value: bytes) -> SyncSegment:
@@ -70,6 +75,9 @@ class SyncSegment:
         reader = Reader(value, "OffsetSync segment header")
         writer = reader.read_int64("writer")
         jumps = reader.read_int64("jumps")
+        opens = len(value) == 17 and value[16:] == _OPENS
+        if opens:
+            return cls(writer, jumps, opens=True)
         reader.finish()
         return cls(writer, jumps)
 

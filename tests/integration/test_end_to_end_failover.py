@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from confluent_kafka import TopicPartition
 
 from shared.kafka.factories import confluent_consumer
@@ -41,17 +42,28 @@ def _read(props: dict[str, str], topic: str, group: str, count: int, partitions:
     return values
 
 
+DROP_TOMBSTONES = {
+    "transforms": "dropTombstones",
+    "transforms.dropTombstones.type": "org.apache.kafka.connect.transforms.Filter",
+    "transforms.dropTombstones.predicate": "isTombstone",
+    "predicates": "isTombstone",
+    "predicates.isTombstone.type": "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone",
+}
+
+
+@pytest.mark.parametrize("filtered", [False, True], ids=["plain", "tombstones-filtered"])
 def test_failover_through_the_real_services_loses_nothing_and_repeats_nothing(
-    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, filtered: bool
 ) -> None:
+    """Filtered: one record in a hundred is a tombstone that a Filter drops on the way, 1234 (where the group
+    stops on A) among them; on B the group reads each kept record after it once."""
     topic, group, total = f"e2e-{unique}", f"billing-{unique}", 3000
     make_topic(cluster_a.client_properties(), topic, partitions=1)
-    produce(cluster_a.client_properties(), topic, [(None, f"r{i}".encode()) for i in range(total)])
-    config = write_mm2_config(
-        tmp_path / "mm2.properties",
-        {"A": cluster_a, "B": cluster_b},
-        {"A->B": {"topics": topic, "groups": group, "emit.checkpoints.interval.seconds": "1"}},
-    )
+    written = [None if filtered and i % 100 == 34 else f"r{i}".encode() for i in range(total)]
+    produce(cluster_a.client_properties(), topic, [(None, value) for value in written])
+    flow = {"topics": topic, "groups": group, "emit.checkpoints.interval.seconds": "1"}
+    chain = DROP_TOMBSTONES if filtered else {}
+    config = write_mm2_config(tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": flow | chain})
     before = _read(cluster_a.client_properties(), topic, group, 1234, partitions=1)
     port = free_port()
     services = [
@@ -80,8 +92,9 @@ def test_failover_through_the_real_services_loses_nothing_and_repeats_nothing(
             assert offsets, "no translated offsets for the group within 240 s"
             result = client.post(f"{url}/failover", json={"group": group})
             assert result.status_code == 200, result.text
-        after = _read(cluster_b.client_properties(), f"A.{topic}", group, total - 1234, partitions=1)
+        kept_after = [value for value in written[1234:] if value is not None]
+        after = _read(cluster_b.client_properties(), f"A.{topic}", group, len(kept_after), partitions=1)
     finally:
         for service in services:
             service.kill()
-    assert before + after == [f"r{i}".encode() for i in range(total)]
+    assert [value for value in before if value] + after == [value for value in written if value is not None]

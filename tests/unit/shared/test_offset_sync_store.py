@@ -371,10 +371,12 @@ def test_equal_upstream_restart_starts_a_new_run() -> None:
     assert translate(store, 50) == 1
 
 
-def marked(store: OffsetSyncStore, upstream: int, downstream: int, writer: int, jumps: int) -> None:
+def marked(
+    store: OffsetSyncStore, upstream: int, downstream: int, writer: int, jumps: int, *, opens: bool = False
+) -> None:
     """A sync as Strait's data mirror writes it: with its writer's segment in a header."""
     record = OffsetSync(TOPIC, PARTITION, upstream, downstream)
-    header = (SYNC_SEGMENT_HEADER, SyncSegment(writer, jumps).encode())
+    header = (SYNC_SEGMENT_HEADER, SyncSegment(writer, jumps, opens=opens).encode())
     store.handle_record(record.record_key(), record.record_value(), [("other", b"x"), header])
 
 
@@ -613,3 +615,52 @@ def test_simulated_random_mirror_stays_safe(seed: int) -> None:
             upstream += length
     assert_safe_and_no_worse(mirror, fed_store(mirror))
     assert_safe_and_no_worse(mirror, fed_store(mirror, restarted=True))
+
+
+def test_an_offset_a_transform_dropped_translates_to_the_next_copied_record() -> None:
+    """Records 100..104 were dropped (a Filter): the writer synced 99, the last of its run, and 105 where the
+    next stretch opens. A group at 100..105 resumes at 105's copy (downstream 100): nothing skipped or repeated."""
+    store = started_store()
+    marked(store, 0, 0, writer=7, jumps=1, opens=True)
+    marked(store, 99, 99, writer=7, jumps=1)
+    marked(store, 105, 100, writer=7, jumps=2, opens=True)
+    marked(store, 150, 145, writer=7, jumps=2)
+    assert [exact(store, u) for u in (98, 99, 100, 102, 104, 105, 120)] == [98, 99, 100, 100, 100, 100, 115]
+    assert store.is_exact(TOPIC, PARTITION, 102)
+    assert translate(store, 102) == 100, "MM2's answer: after the sync at 99 (it would re-deliver nothing here)"
+
+
+def test_records_copied_after_a_runs_last_sync_map_one_to_one_up_to_the_gap() -> None:
+    """The sync closing the run (at 80) was lost; the run's last sync is at 50 and the next stretch opens at 85
+    (81..84 dropped), downstream 81. 51..80 were copied one to one after 50, so they map exactly."""
+    store = started_store()
+    marked(store, 0, 0, writer=7, jumps=1, opens=True)
+    marked(store, 50, 50, writer=7, jumps=1)
+    marked(store, 85, 81, writer=7, jumps=2, opens=True)
+    assert [exact(store, u) for u in (60, 80, 81, 84, 85)] == [60, 80, 81, 81, 81]
+
+
+@pytest.mark.parametrize(
+    ("writer", "jumps", "opens"),
+    [(8, 2, True), (7, 3, True), (7, 2, False)],
+    ids=["another-writer", "a-jump-between", "not-the-opening-sync"],
+)
+def test_a_gap_is_crossed_only_when_the_next_sync_is_the_one_written_at_the_jump(
+    writer: int, jumps: int, opens: bool
+) -> None:
+    store = started_store()
+    marked(store, 0, 0, writer=7, jumps=1, opens=True)
+    marked(store, 50, 50, writer=7, jumps=1)
+    marked(store, 85, 81, writer=writer, jumps=jumps, opens=opens)
+    assert exact(store, 60) == translate(store, 60) == 51, "MM2's answer: re-delivers from 51, skips nothing"
+    assert not store.is_exact(TOPIC, PARTITION, 60)
+
+
+def test_a_segment_that_opens_its_stretch_adds_one_byte_and_still_equals_its_stretch() -> None:
+    opening = SyncSegment(7, 2, opens=True)
+    assert opening.encode() == SyncSegment(7, 2).encode() + b"\x01"
+    assert SyncSegment.decode(opening.encode()).opens
+    assert not SyncSegment.decode(SyncSegment(7, 2).encode()).opens
+    assert opening == SyncSegment(7, 2), "one stretch, whichever sync opened it"
+    with pytest.raises(CodecError):
+        SyncSegment.decode(SyncSegment(7, 2).encode() + b"\x02")

@@ -57,10 +57,12 @@ def test_each_sync_carries_the_jumps_seen_so_a_left_out_jump_still_splits_runs()
     for pair in [(0, 0), (2, 1), (4, 2), (6, 3), (7, 4)]:  # four jumps (the first record is one), room for two
         tracker.delivered(*pair)
     taken = tracker.take()
-    assert taken == [PendingSync(0, 0, 1), PendingSync(2, 1, 2), PendingSync(7, 4, 4)]  # 4 and 6 left out
+    # 4 and 6 left out; a sync at a jump opens its stretch, the last delivered record's sync (7) does not
+    assert taken == [PendingSync(0, 0, 1, opens=True), PendingSync(2, 1, 2, opens=True), PendingSync(7, 4, 4)]
     tracker.delivered(8, 5)
     tracker.delivered(20, 6)
-    assert tracker.take() == [PendingSync(8, 5, 4), PendingSync(20, 6, 5)]  # 8 closes the run before the jump
+    # 8 closes the run before the jump, 20 opens the next
+    assert tracker.take() == [PendingSync(8, 5, 4), PendingSync(20, 6, 5, opens=True)]
     assert SyncTracker(offset_lag_max=100).writer != tracker.writer  # each task life is its own writer
 
 
