@@ -226,6 +226,11 @@ CASES = [
     Case("directory_instead_of_file", fixed("{dir}"), ("Is a directory",)),
     Case("endless_device", fixed("/dev/zero"), ("/dev/zero", "larger than 16777216 bytes")),
     Case(
+        "unknown_transform_class",
+        appended("A->B.transforms=rewrite", "A->B.transforms.rewrite.type=com.example.SchemaIdRewriter"),
+        ("A->B.transforms.rewrite.type=com.example.SchemaIdRewriter", "Strait does not implement this transform"),
+    ),
+    Case(
         "malformed_override",
         appended(),
         ("STRAIT_CONFIG_OVERRIDES entry 1", "expected key=value"),
@@ -240,7 +245,23 @@ CASES = [
         services_only=True,
     ),
 ]
-SUBSET = {"tasks_max_not_a_number", "identity_policy_cycle", "secret_file_missing", "flows_setting_names_unknown_alias"}
+SUBSET = {
+    "tasks_max_not_a_number",
+    "identity_policy_cycle",
+    "secret_file_missing",
+    "flows_setting_names_unknown_alias",
+    "unknown_transform_class",
+}
+PYTHON_TRANSFORM_NOT_IMPORTABLE = Case(
+    "python_transform_not_importable",
+    appended(
+        "A->B.transforms=mask",
+        "A->B.transforms.mask.type=strait.transforms.Python",
+        "A->B.transforms.mask.function=no_such_masks:mask_email",
+    ),
+    ("transforms.mask.function=no_such_masks:mask_email", "cannot be imported"),
+    services_only=True,
+)
 
 
 @dataclass
@@ -361,6 +382,13 @@ def test_service_refuses_and_starts_nothing(
     service: str, case: Case, cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
 ) -> None:
     _assert_refused(service, case, tmp_path, cluster_a, cluster_b, unique)
+
+
+def test_data_mirror_refuses_a_python_transform_it_cannot_import(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    """Only data-mirror runs transforms, so only it imports them: before it starts anything."""
+    _assert_refused("data-mirror", PYTHON_TRANSFORM_NOT_IMPORTABLE, tmp_path, cluster_a, cluster_b, unique)
 
 
 def test_the_valid_config_does_start_the_service(

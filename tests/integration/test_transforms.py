@@ -7,6 +7,8 @@ remote topics on the same target; the topic predicate's pattern matches both nam
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -146,3 +148,57 @@ def test_the_transforms_strait_implements_give_the_target_what_mm2_gives_it_reco
     assert len(stripped) == sum(1 for i in range(RECORDS) if i % 7 and i % 3 == 0), "secret and trace dropped"
     assert end_offsets_sum(cluster_b.client_properties(), f"MA.{drop}", PARTITIONS) == 0
     assert end_offsets_sum(cluster_b.client_properties(), f"SA.{drop}", PARTITIONS) == 0
+
+
+MASKS = '''
+import json
+
+
+def mask_email(record):
+    """Replace the `email` field of JSON values; drop records that are not JSON objects."""
+    try:
+        document = json.loads(record.value)
+    except (TypeError, ValueError):
+        return None
+    document["email"] = "***"
+    record.value = json.dumps(document, sort_keys=True).encode()
+    return record
+'''
+
+
+def test_a_python_transform_masks_a_json_field_of_every_record_it_copies(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    topic = f"people-{unique}"
+    make_topic(cluster_a.client_properties(), topic, PARTITIONS)
+    make_topic(cluster_b.client_properties(), f"A.{topic}", PARTITIONS)
+    producer = confluent_producer(cluster_a.client_properties(), **{"enable.idempotence": True})
+    values = [
+        json.dumps({"id": i, "email": f"p{i}@example.com"}).encode() if i % 10 else b"not json" for i in range(200)
+    ]
+    for i, value in enumerate(values):
+        producer.produce(topic, value, f"k{i}".encode(), partition=i % PARTITIONS, headers=[("h", b"v")])
+    assert producer.flush(60) == 0
+    (tmp_path / "people_masks.py").write_text(MASKS)
+    chain = {
+        "transforms": "mask",
+        "transforms.mask.type": "strait.transforms.Python",
+        "transforms.mask.function": "people_masks:mask_email",
+    }
+    config = write_mm2_config(
+        tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": {"topics": topic, **chain}}
+    )
+    kept = [v for v in values if v != b"not json"]
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    with ServiceProcess("data_mirror", config, tmp_path, env={"PYTHONPATH": path}) as mirror:
+        wait_until(lambda: _copied(cluster_b, f"A.{topic}") >= len(kept), 180, f"{len(kept)} masked records")
+        assert mirror.stop() == 0
+    copied = consume_to_end(cluster_b.client_properties(), f"A.{topic}")
+    expected = {
+        (i % PARTITIONS, f"k{i}".encode()): json.dumps({"email": "***", "id": i}, sort_keys=True).encode()
+        for i, value in enumerate(values)
+        if value != b"not json"
+    }
+    assert {(r.partition, r.key): r.value for r in copied} == expected
+    assert len(copied) == len(expected), "each kept record once"
+    assert all(r.headers == [("h", b"v")] for r in copied)
