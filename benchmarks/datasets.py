@@ -48,6 +48,11 @@ def datasets(quick: bool) -> list[Dataset]:
     ]
 
 
+def one_kib(topic: str, quick: bool) -> Dataset:
+    """200,000 records of 1 KiB on `topic` (20,000 when quick): the copy the later sections repeat."""
+    return Dataset("1 KiB", topic, 1024, 20_000 if quick else 200_000)
+
+
 def fill(lab: Lab, dataset: Dataset) -> PerfResult:
     """Create the source topic and fill it with Kafka's producer performance tool; check the count."""
     say(f"filling {dataset.topic}: {dataset.records:,} x {dataset.label}")

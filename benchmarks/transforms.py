@@ -12,11 +12,12 @@ from typing import Any
 from benchmarks.console import say
 from benchmarks.contenders import MM2, STRAIT, TOOLS
 from benchmarks.copy_run import CopyResult, copy_topic
-from benchmarks.datasets import PARTITIONS, Dataset, fill_topic
+from benchmarks.datasets import PARTITIONS, fill_topic, one_kib
 from benchmarks.lab import Lab, make_topics
 from benchmarks.model import BenchOptions, Section
 from benchmarks.tables import median, num
 
+TOPIC = "bench-smt-1k"  # 1 KiB records, as section 1's first data set
 KEY = "transforms"
 CONNECT = "org.apache.kafka.connect.transforms."
 FILTER = (
@@ -30,18 +31,13 @@ FILTER = (
 CHAINS: dict[str, tuple[tuple[str, str], ...]] = {"none": (), "Filter": FILTER}
 
 
-def dataset(quick: bool) -> Dataset:
-    """1 KiB records, as section 1's first data set (fewer when quick)."""
-    return Dataset("1 KiB", "bench-smt-1k", 1024, 20_000 if quick else 200_000)
-
-
 @dataclass(frozen=True)
 class SmtRun:
-    """One tool's copy with or without the transform."""
+    """One tool's copy with or without the transform (`chain`: a key of CHAINS)."""
 
-    chain: str
-    tool: str
     copy: CopyResult
+    tool: str
+    chain: str
 
     @property
     def rate(self) -> float:
@@ -53,7 +49,7 @@ class SmtRun:
 
 def run(options: BenchOptions, lab: Lab) -> Section:
     """Per repeat, with and without the Filter, Strait and MM2 (alternating which goes first) copy the filled topic."""
-    data = dataset(options.quick)
+    data = one_kib(TOPIC, options.quick)
     make_topics(lab.source_admin(), [data.topic], PARTITIONS)
     say(f"transforms: filling {data.topic} with {data.records:,} x {data.label}")
     fill_topic(lab.source, data, lab.run_dir("smt-fill") / "fill.log")
@@ -65,7 +61,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
                 copied = copy_topic(
                     lab, tool, data, timeout_s=600 + data.records / 200, verify=True, flow_settings=settings
                 )
-                runs.append(SmtRun(chain, tool, copied))
+                runs.append(SmtRun(copied, tool, chain))
     return section(options, runs)
 
 
@@ -99,7 +95,7 @@ def section(options: BenchOptions, runs: list[SmtRun]) -> Section:
         ),
         headers=["transform", "tool", "copy: first → last (records/s)", "first record after (s)"],
         rows=rows,
-        settings={"data": f"{dataset(options.quick).records:,} x 1 KiB over {PARTITIONS} partitions"},
+        settings={"data": f"{one_kib(TOPIC, options.quick).records:,} x 1 KiB over {PARTITIONS} partitions"},
         raw={"runs": [r.as_dict() for r in runs]},
         notes=notes,
     )

@@ -15,13 +15,14 @@ from typing import Any
 from benchmarks.console import say
 from benchmarks.contenders import MM2, STRAIT, TOOLS
 from benchmarks.copy_run import CopyResult, copy_topic
-from benchmarks.datasets import PARTITIONS, Dataset, fill_topic
+from benchmarks.datasets import PARTITIONS, fill_topic, one_kib
 from benchmarks.lab import Lab, make_topics
 from benchmarks.latency import LatencyRun, measure
 from benchmarks.latency import durations as latency_durations
 from benchmarks.model import BenchOptions, Section
 from benchmarks.tables import median, num
 
+TOPIC = "bench-wan-1k"  # 1 KiB records, as section 1's first data set
 KEY = "wan"
 MIB = 1024 * 1024
 
@@ -40,11 +41,6 @@ def recommended(tool: str, round_trip_ms: int) -> tuple[tuple[str, str], ...]:
         return ()
     fetch_bytes = MIB * min(4, 1 + round_trip_ms // 50)
     return (("max.partition.fetch.bytes", str(fetch_bytes)), ("receive.buffer.bytes", "-1"))
-
-
-def dataset(quick: bool) -> Dataset:
-    """1 KiB records, as section 1's first data set (fewer when quick)."""
-    return Dataset("1 KiB", "bench-wan-1k", 1024, 20_000 if quick else 200_000)
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ class WanRun:
 
 def run(options: BenchOptions, lab: Lab) -> Section:
     """Per round trip and repeat: Strait, then MM2, a copy of the same filled topic and the steady load."""
-    data = dataset(options.quick)
+    data = one_kib(TOPIC, options.quick)
     make_topics(lab.source_admin(), [data.topic], PARTITIONS)
     say(f"wan: filling {data.topic} with {data.records:,} x {data.label}")
     fill_topic(lab.source, data, lab.run_dir("wan-fill") / "fill.log")
@@ -133,7 +129,7 @@ def section(options: BenchOptions, runs: list[WanRun]) -> Section:
             "10k/s: p50 / p99 (ms)",
         ],
         rows=rows,
-        settings={"data": f"{dataset(options.quick).records:,} x 1 KiB over {PARTITIONS} partitions"},
+        settings={"data": f"{one_kib(TOPIC, options.quick).records:,} x 1 KiB over {PARTITIONS} partitions"},
         raw={"runs": [r.as_dict() for r in runs]},
         notes=notes,
     )

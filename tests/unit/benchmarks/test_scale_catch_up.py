@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks import scale, wan
 from benchmarks.copy_run import CopyResult
+from benchmarks.datasets import one_kib
 from benchmarks.latency import FLOOR, LatencyRun
 from benchmarks.model import BenchOptions
 from benchmarks.replica_ceiling import ReplicaCopy
@@ -73,7 +74,7 @@ def test_the_floor_row_and_the_ceiling_note_put_both_tools_against_kafkas_own_co
 
 
 def test_the_wan_verdict_compares_the_copy_rate_and_the_tail_with_the_round_trip_allowed() -> None:
-    data = wan.dataset(quick=True)  # 20,000 records
+    data = one_kib(wan.TOPIC, quick=True)  # 20,000 records
 
     def one(tool: str, copy_s: float, p99: float) -> wan.WanRun:
         copy = CopyResult(tool, data, 5.0, 5.0 + copy_s, Usage(tool, "copy"))

@@ -361,17 +361,23 @@ def test_a_truncation_no_leader_answers_for_yet_fails_the_task_and_the_next_one_
     assert target[80:] == source[50:]
 
 
-def test_a_log_truncated_while_no_task_ran_below_the_committed_position_is_copied_again_from_where_it_diverged() -> (
-    None
-):
-    """The committed position 100 is past the new log end (50): before resetting by auto.offset.reset, the leader
-    is asked where the position's epoch ends (40); the 10 new records at 40..49 are copied, nothing twice."""
+def _copied_at_epoch_3() -> FakeCluster:
+    """A source partition of 100 records of leader epoch 3, copied and committed by a first task."""
     cluster = FakeCluster()
     clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
     _fill(cluster, 0, 100)
     clients.consumer.leader_epoch = 3
     clients.handover_requested = _until(lambda: len(cluster.log("A.orders", 0)) == 100)
     assert task_loop(_spec(1), clients).run().error is None
+    return cluster
+
+
+def test_a_log_truncated_while_no_task_ran_below_the_committed_position_is_copied_again_from_where_it_diverged() -> (
+    None
+):
+    """The committed position 100 is past the new log end (50): before resetting by auto.offset.reset, the leader
+    is asked where the position's epoch ends (40); the 10 new records at 40..49 are copied, nothing twice."""
+    cluster = _copied_at_epoch_3()
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].leader_epoch == 3
     _truncate_source_to(cluster, 40)
     _fill(cluster, 0, 10, start=1000)
@@ -386,12 +392,7 @@ def test_a_log_truncated_while_no_task_ran_below_the_committed_position_is_copie
 
 
 def test_a_committed_position_past_the_log_end_that_no_leader_answers_for_fails_the_task_and_copies_nothing() -> None:
-    cluster = FakeCluster()
-    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
-    _fill(cluster, 0, 100)
-    clients.consumer.leader_epoch = 3
-    clients.handover_requested = _until(lambda: len(cluster.log("A.orders", 0)) == 100)
-    assert task_loop(_spec(1), clients).run().error is None
+    cluster = _copied_at_epoch_3()
     _truncate_source_to(cluster, 40)
     again = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: True)
     again.epoch_ends = lambda epochs: {}  # every leader answered with an error
