@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from shared.config.values import parse_bool, parse_list
@@ -172,15 +172,14 @@ class _Reader:
             header = self.required(prefix + "header", "the name of the header to add")
             if prefix + "value.literal" not in self._props:
                 raise self.error(prefix + "value.literal", "missing: the header's value")
-            value = self._props[prefix + "value.literal"].encode()
-            return TransformSpec(alias, kind, predicate, negate, header=header, value=value)
+            return replace(spec, header=header, value=self._props[prefix + "value.literal"].encode())
         if kind == "drop_headers":
             headers = parse_list(self.required(prefix + "headers", "the header names to drop, comma-separated"))
-            return TransformSpec(alias, kind, predicate, negate, headers=headers)
+            return replace(spec, headers=headers)
         if kind == "python":
             function = self.required(prefix + "function", "the Python function, as module:function")
             module, _, name = function.partition(":")
             if not module.strip() or not name.strip():
                 raise self.error(prefix + "function", "expected module:function, e.g. my_masks:mask_email")
-            return TransformSpec(alias, kind, predicate, negate, function=function.strip())
+            return replace(spec, function=function.strip())
         return spec
