@@ -73,6 +73,9 @@ def test_a_mirror_maker_2_resource_becomes_a_config_strait_reads(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert "not converted: mirror prod->dr sourceConnector.tasksMax" in result.stderr
     assert "s3cr" not in out.read_text(), "secrets stay in the Secrets"
+    validated = run_cli("validate-config", str(out))
+    assert validated.returncode == 0, validated.stderr
+    assert "prod->dr" in validated.stdout
 
     config = load_mm2_config(out, env={})
     (flow,) = config.enabled_flows
