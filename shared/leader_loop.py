@@ -127,10 +127,8 @@ class LeaderLoop(FlowUnit):
         )
         self._job = job
         self._metrics = metrics
-        # Statuses are keyed by instance on a compacted topic: one key per flow, so flows sharing a
-        # target cluster do not overwrite each other's status.
         self._reporter = StatusReporter(
-            [publisher], service=service, instance=f"{instance_id}/{flow.name}", flow=flow.name, snapshot=self._snapshot
+            [publisher], service=service, instance_id=instance_id, flow=flow.name, snapshot=self._snapshot
         )
         self.is_leader = False
         self._active_errors: set[str] = set()
@@ -233,8 +231,5 @@ class LeaderLoop(FlowUnit):
         return state, self.last_error, details
 
     async def publish_status(self, state: State | None = None) -> None:
-        """Publish now; a failure is logged, never raised (status is best effort: it must not stop the sync)."""
-        try:
-            await self._reporter.publish(state)
-        except Exception as exc:
-            self.log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)
+        """Publish now (best effort: status must not stop the sync)."""
+        await self._reporter.publish(state)

@@ -27,7 +27,7 @@ from services.checkpoint.offset_syncer import GroupOffsetSyncer
 from services.checkpoint.rules import CheckpointRules
 from services.checkpoint.settings import CheckpointSettings
 from services.checkpoint.source_groups import SourceGroups
-from services.checkpoint.status import FlowStatusReporter
+from services.checkpoint.status import CheckpointStatus
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
@@ -91,7 +91,7 @@ class FlowCheckpointer(FlowUnit):
         self._timeout_s = self._settings.admin_timeout_ms / 1000
         self._target_admin: TopicAdmin | None = None
         self._source_admin: TopicAdmin | None = None
-        self.status = FlowStatusReporter(self, settings.instance_id, publisher)
+        self.status = CheckpointStatus(self, settings.instance_id, publisher)
         self._checkpoints_follower = TopicFollower(
             flow.target_consumer_props(), self.checkpoints_topic, self.table.handle_records
         )
@@ -306,7 +306,7 @@ class FlowCheckpointer(FlowUnit):
 
     async def publish_status(self, state: State | None = None) -> None:
         """Publish the flow's status now; never raises."""
-        await self.status.publish(state)
+        await self.status.reporter.publish(state)
 
     def _start_reading_syncs(self) -> None:
         # The last checkpoints are known, so (as MM2 when its checkpoint store loaded) the initial read may

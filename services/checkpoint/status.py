@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import structlog
-
 from services.checkpoint.checkpoint_table import CheckpointTable
 from services.checkpoint.offset_syncer import GroupOffsetSyncer
 from shared.cluster_watch import ClusterWatch
@@ -43,16 +41,14 @@ class CheckpointFlowView(Protocol):
     def streaming(self) -> bool: ...
 
 
-class FlowStatusReporter:
-    """Keyed `<instance>/<flow>`, like every per-flow status, so flows sharing a target keep their own record."""
+class CheckpointStatus:
+    """What a checkpoint flow reports of itself, through the one status publisher."""
 
     def __init__(self, flow: CheckpointFlowView, instance_id: str, publisher: ControlPublisher) -> None:
         self._flow = flow
-        self.instance = f"{instance_id}/{flow.flow.name}"
-        self._reporter = StatusReporter(
-            [publisher], service=SERVICE, instance=self.instance, flow=flow.flow.name, snapshot=self.snapshot
+        self.reporter = StatusReporter(
+            [publisher], service=SERVICE, instance_id=instance_id, flow=flow.flow.name, snapshot=self.snapshot
         )
-        self._log = structlog.get_logger(SERVICE).bind(flow=flow.flow.name)
 
     def snapshot(self) -> tuple[State, str | None, dict[str, Any]]:
         """State, last error and figures as the flow sees them now."""
@@ -89,10 +85,3 @@ class FlowStatusReporter:
             details["unreachable"] = down
             return "degraded", down[0], details
         return state, flow.last_error, details
-
-    async def publish(self, state: State | None = None) -> None:
-        """Publish now; a failure is logged, never raised (status must not stop the work)."""
-        try:
-            await self._reporter.publish(state)
-        except Exception as exc:
-            self._log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)

@@ -114,14 +114,9 @@ class ControlLink:
             ) from exc
 
     def publish_status(self, status: ServiceStatus, *, timeout_s: float = 10) -> None:
-        """Send a status record, waiting up to `timeout_s` so a final status survives process exit.
-
-        Best effort: a failure is logged, not raised; the next status replaces this one anyway.
-        """
-        try:
-            self._writer.write(STATUS_TOPIC, [(event_key(status), encode_event(status))], timeout_s=timeout_s)
-        except KafkaOperationError as exc:
-            _log.warning("status_not_published", flow=status.flow, error=str(exc))
+        """Send a status record, waiting up to `timeout_s` so a final status survives process exit; raises
+        KafkaOperationError if the target did not acknowledge it (the status publisher logs it, best effort)."""
+        self._writer.write(STATUS_TOPIC, [(event_key(status), encode_event(status))], timeout_s=timeout_s)
 
     def close(self, *, timeout_s: float = 10) -> None:
         """Flush and close both clients (what the target has not acknowledged by then is dropped: status only)."""

@@ -8,6 +8,7 @@ a running task is asked to hand over on the control topic and commits before it 
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,8 @@ from services.data_mirror.spark_start import SparkStart, local_cores
 from services.data_mirror.task_secrets import SecretVault
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig, MirrorMakerConfig
-from shared.control import ServiceStatus
+from shared.control import StatusReporter
+from shared.control.status_reporter import State
 from shared.daemon_executor import DaemonThreadExecutor
 from shared.errors import StraitError
 from shared.progress_store import ProgressFollower
@@ -82,6 +84,7 @@ class MirrorDriver:
         self.stop_event = threading.Event()
         self._lookups = DaemonThreadExecutor(max_workers=2, name="lookup")
         self.runtimes: dict[str, FlowRuntime] = {}
+        self.reporters: dict[str, StatusReporter] = {}
         self.links: dict[str, ControlLink] = {}
         self.followers: dict[str, ProgressFollower] = {}
         self.runs: dict[tuple[str, int], SlotRun] = {}
@@ -194,6 +197,13 @@ class MirrorDriver:
         count yet (each task fences its own slot too, and the target's listed transactional ids are all fenced)."""
         for flow in self.flows:
             runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=expected_slots, vault=self.vault)
+            self.reporters[flow.name] = StatusReporter(
+                [],  # published through the flow's control link: the driver's thread has no event loop
+                service="data-mirror",
+                instance_id=self.settings.instance_id,
+                flow=flow.name,
+                snapshot=functools.partial(self._snapshot, runtime),
+            )
             self.followers[flow.name] = ProgressFollower(
                 flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
             )
@@ -505,40 +515,32 @@ class MirrorDriver:
             errors.append(self.last_error or f"{len(blocked)} partitions stopped at a refused record")
         return errors
 
-    def _publish_status(self, state: str | None, *, timeout_s: float = 10) -> None:
-        for runtime in list(self.runtimes.values()):
-            states = list(runtime.states.values())  # a copy: the main loop changes the set meanwhile
-            blocked = [s for s in states if s.blocked_at is not None]
-            errors = self._current_errors(runtime, blocked)
-            current = state or ("degraded" if errors else "running")
-            status = ServiceStatus(
-                flow=runtime.flow.name,
-                service="data-mirror",
-                instance=f"{self.settings.instance_id}:{runtime.flow.name}",
-                state=current,  # type: ignore[arg-type]
-                started_ts=self.started_ms,
-                last_error=errors[0] if errors else None,
-                details={
-                    "partitions": len(states),
-                    "records_behind": sum(s.records_behind or 0 for s in states),
-                    "records_mirrored": sum(s.records for s in states),
-                    "topics_waiting_for_remote": runtime.waiting[:50],
-                    "source_topics_gone": runtime.gone[:50],
-                    "blocked": [
-                        {
-                            "topic": s.source_topic,
-                            "partition": s.partition,
-                            "offset": s.blocked_at,
-                            "reason": s.block_reason,
-                        }
-                        for s in blocked[:50]
-                    ],
-                },
-            )
-            link = self.links.get(runtime.flow.target)
+    def _snapshot(self, runtime: FlowRuntime) -> tuple[State, str | None, dict[str, Any]]:
+        """A flow's state, first error and figures as the driver sees them now."""
+        states = list(runtime.states.values())  # a copy: the main loop changes the set meanwhile
+        blocked = [s for s in states if s.blocked_at is not None]
+        errors = self._current_errors(runtime, blocked)
+        details = {
+            "partitions": len(states),
+            "records_behind": sum(s.records_behind or 0 for s in states),
+            "records_mirrored": sum(s.records for s in states),
+            "topics_waiting_for_remote": runtime.waiting[:50],
+            "source_topics_gone": runtime.gone[:50],
+            "blocked": [
+                {"topic": s.source_topic, "partition": s.partition, "offset": s.blocked_at, "reason": s.block_reason}
+                for s in blocked[:50]
+            ],
+        }
+        return ("degraded" if errors else "running"), (errors[0] if errors else None), details
+
+    def _publish_status(self, state: State | None, *, timeout_s: float = 10) -> None:
+        for name, reporter in list(self.reporters.items()):
+            link = self.links.get(self.runtimes[name].flow.target)
             if link is None:
                 continue
             try:
-                link.publish_status(status, timeout_s=timeout_s)
+                link.publish_status(reporter.build(state), timeout_s=timeout_s)
             except Exception as exc:  # status is best effort; the next round tries again
-                _log.warning("status_not_published", flow=runtime.flow.name, error=str(exc))
+                reporter.failed(exc)
+            else:
+                reporter.succeeded()

@@ -11,7 +11,7 @@ from services.heartbeat.metrics import HeartbeatMetrics
 from services.heartbeat.monitor import FlowMonitor
 from services.heartbeat.pairs import emitting_pairs, stall_after_s, watched_flows
 from services.heartbeat.settings import HeartbeatSettings
-from services.heartbeat.status import FlowStatusReporter
+from services.heartbeat.status import HeartbeatStatus
 from shared.config import MirrorMakerConfig
 from shared.flow_selection import selected_flows
 from shared.service import Service
@@ -28,7 +28,7 @@ class HeartbeatService(Service):
         self,
         emitters: list[HeartbeatEmitter],
         monitors: list[FlowMonitor],
-        reporters: list[FlowStatusReporter],
+        reporters: list[HeartbeatStatus],
         *,
         status_interval_s: float,
     ) -> None:
@@ -87,5 +87,5 @@ def build(settings: HeartbeatSettings, config: MirrorMakerConfig, registry: Coll
         )
         for flow in watched_flows(config, flows)
     }
-    reporters = [FlowStatusReporter(flow, settings.instance_id, monitors.get(flow.name), emitters) for flow in flows]
+    reporters = [HeartbeatStatus(flow, settings.instance_id, monitors.get(flow.name), emitters) for flow in flows]
     return HeartbeatService(emitters, list(monitors.values()), reporters, status_interval_s=settings.status_interval_s)

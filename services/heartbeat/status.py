@@ -6,8 +6,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import structlog
-
 from services.heartbeat.emitter import HeartbeatEmitter
 from services.heartbeat.monitor import FlowMonitor
 from shared.cluster_watch import ClusterWatch
@@ -18,8 +16,9 @@ from shared.control.status_reporter import State
 SERVICE = "heartbeat"
 
 
-class FlowStatusReporter:
-    """Keyed `<instance>/<flow>`; degraded with reason "stalled" while mirrored heartbeats stopped arriving."""
+class HeartbeatStatus:
+    """A served flow's status, through the one status publisher: degraded with reason "stalled" while mirrored
+    heartbeats stopped arriving. Its publisher opens at the first publication (the target may be down at start)."""
 
     def __init__(
         self,
@@ -35,14 +34,11 @@ class FlowStatusReporter:
         replication_factor = flow.settings.heartbeats_topic_replication_factor
         self.publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
         self.opened = False
-        self.instance = f"{instance_id}/{flow.name}"
-        self._reporter = StatusReporter(
-            [self.publisher], service=SERVICE, instance=self.instance, flow=flow.name, snapshot=self.snapshot
+        self.reporter = StatusReporter(
+            [self.publisher], service=SERVICE, instance_id=instance_id, flow=flow.name, snapshot=self.snapshot
         )
-        self._open_error: str | None = None
         self.watch = ClusterWatch.for_flows([flow])
         self._lock = asyncio.Lock()  # the liveness check and the periodic status both publish
-        self.log = structlog.get_logger(SERVICE).bind(flow=flow.name)
 
     def snapshot(self) -> tuple[State, str | None, dict[str, Any]]:
         """State, last error and figures as this process sees them now."""
@@ -68,19 +64,16 @@ class FlowStatusReporter:
         return state, errors[0] if errors else None, details
 
     async def publish(self, state: State | None = None) -> None:
-        """Open the publisher if needed, then publish; failures are logged when they change, never raised."""
-        try:
-            async with self._lock:
-                if not self.opened:
+        """Open the publisher if needed, then publish; never raises (a broker hiccup must not stop the heartbeats)."""
+        async with self._lock:
+            if not self.opened:
+                try:
                     await self.publisher.start()
-                    self.opened = True
-                await self._reporter.publish(state)
-        except Exception as exc:  # status is best effort: a broker hiccup must not stop the heartbeats
-            if str(exc) != self._open_error:
-                self.log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)
-            self._open_error = str(exc)
-            return
-        self._open_error = None
+                except Exception as exc:
+                    self.reporter.failed(exc)
+                    return
+                self.opened = True
+            await self.reporter.publish(state)
 
     async def close(self) -> None:
         """Publish the final "stopped" status and disconnect."""

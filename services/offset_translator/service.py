@@ -76,7 +76,7 @@ class TranslatorService(Service):
             reporter = StatusReporter(
                 [self._publishers[flow.target]],
                 service=SERVICE_NAME,
-                instance=self._settings.instance_id,
+                instance_id=self._settings.instance_id,
                 flow=flow.name,
                 snapshot=self._snapshot,
             )
@@ -90,13 +90,16 @@ class TranslatorService(Service):
         """Publish a final "stopped" status (bounded), then close the publishers."""
         await self._settle_publisher_starts()
         if self._publishers_started:
+            unpublished: list[str] = []
             try:
                 async with asyncio.timeout(FINAL_STATUS_TIMEOUT_S):
                     for target, reporter in self._reporters:
-                        if target in self._publishers_started:
-                            await reporter.publish("stopped")
-            except Exception as exc:  # best effort, like every status report
-                self.log.warning("final_status_not_published", error=str(exc))
+                        if target in self._publishers_started and not await reporter.publish("stopped"):
+                            unpublished.append(f"{reporter.instance}: {reporter.failure}")
+            except TimeoutError:
+                unpublished.append(f"no answer within {FINAL_STATUS_TIMEOUT_S:g} s")
+            if unpublished:  # best effort, like every status report
+                self.log.warning("final_status_not_published", error="; ".join(unpublished))
         for publisher in reversed(self._publishers.values()):
             await publisher.stop()
 
@@ -170,10 +173,8 @@ class TranslatorService(Service):
         for target, reporter in self._reporters:
             if target not in self._publishers_started:
                 continue
-            try:
-                await reporter.publish()
-            except Exception as exc:
-                self.record_error("publish status", exc)
+            if not await reporter.publish():
+                self.last_error = f"publish status: {reporter.failure}"
 
 
 def build(settings: TranslatorSettings, config: MirrorMakerConfig) -> TranslatorService:

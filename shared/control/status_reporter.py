@@ -1,4 +1,9 @@
-"""Periodic status of one service instance on `strait.status.internal` of every cluster it serves."""
+"""The one status publisher: each served flow's status on `strait.status.internal` of the clusters it serves.
+
+Every service reports through `StatusReporter`, so every status record is keyed the same way (`status_key`) and
+published with the same rule: best effort (a status that cannot be written never stops the work), a failure logged
+when it changes and once more when publishing recovers.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +11,43 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import structlog
+
 from shared.control.channel import ControlPublisher
 from shared.control.events import ServiceStatus
 
 State = Literal["starting", "running", "paused", "degraded", "stopped", "failed"]
+Snapshot = Callable[[], tuple[State, str | None, Mapping[str, Any]]]
+
+
+def status_key(instance_id: str, flow: str) -> str:
+    """`<instance>/<flow>`: the key of a flow's status on the compacted topic, one per flow of a process, so the
+    flows of one process that share a target keep a record each."""
+    return f"{instance_id}/{flow}"
 
 
 class StatusReporter:
-    """Builds a ServiceStatus from the service's own view (`snapshot`) and publishes it."""
+    """Builds a flow's ServiceStatus from the service's own view (`snapshot`) and publishes it."""
 
     def __init__(
         self,
         publishers: Sequence[ControlPublisher],
         *,
         service: str,
-        instance: str,
+        instance_id: str,
         flow: str,
-        snapshot: Callable[[], tuple[State, str | None, Mapping[str, Any]]],
+        snapshot: Snapshot,
         release: str = "",
     ) -> None:
         self._publishers = list(publishers)
         self._service = service
-        self._instance = instance
+        self.instance = status_key(instance_id, flow)
         self._flow = flow
         self._snapshot = snapshot
         self._release = release
         self._started_ts = int(time.time() * 1000)
+        self._log = structlog.get_logger(service).bind(flow=flow)
+        self.failure: str | None = None  # why the last publication failed; None once one succeeded
 
     def build(self, state: State | None = None) -> ServiceStatus:
         """The status as it would be published now (`state` overrides the snapshot's)."""
@@ -39,7 +55,7 @@ class StatusReporter:
         return ServiceStatus(
             flow=self._flow,
             service=self._service,
-            instance=self._instance,
+            instance=self.instance,
             state=state or current,
             release=self._release,
             started_ts=self._started_ts,
@@ -47,8 +63,26 @@ class StatusReporter:
             details=dict(details),
         )
 
-    async def publish(self, state: State | None = None) -> None:
-        """Publish to every cluster."""
-        status = self.build(state)
-        for publisher in self._publishers:
-            await publisher.publish_status(status)
+    async def publish(self, state: State | None = None) -> bool:
+        """Publish to every cluster; False (and `failure` says why) if one failed. Never raises."""
+        try:
+            status = self.build(state)
+            for publisher in self._publishers:
+                await publisher.publish_status(status)
+        except Exception as exc:
+            self.failed(exc)
+            return False
+        self.succeeded()
+        return True
+
+    def failed(self, exc: BaseException) -> None:
+        """A publication failed (here or on a caller's own path, e.g. a synchronous one): log it if it is new."""
+        if str(exc) != self.failure:
+            self._log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)
+        self.failure = str(exc)
+
+    def succeeded(self) -> None:
+        """A publication went through: say so once if it had been failing."""
+        if self.failure is not None:
+            self._log.info("status_publish_recovered", after=self.failure)
+        self.failure = None

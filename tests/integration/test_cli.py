@@ -98,7 +98,7 @@ async def test_status_reads_each_target_directly(setup: Setup, unique: str) -> N
         await StatusReporter(
             [publisher],
             service="data-mirror",
-            instance=f"dm-{unique}",
+            instance_id=f"dm-{unique}",
             flow=f"{setup.source}->{setup.target}",
             snapshot=lambda: ("running", "copy: record too large for A.big", {"records_behind": 77, "topics": 2}),
         ).publish()
@@ -115,8 +115,9 @@ async def test_status_reads_each_target_directly(setup: Setup, unique: str) -> N
     assert flow["state"] == "running"
     assert flow["records_behind"] == 77
     assert flow["heartbeat_age_s"] >= 5
-    assert [i["instance"] for i in flow["instances"]] == [f"dm-{unique}"]
-    assert flow["last_errors"] == [f"data-mirror/dm-{unique}: copy: record too large for A.big"]
+    instance = f"dm-{unique}/{setup.source}->{setup.target}"
+    assert [i["instance"] for i in flow["instances"]] == [instance]
+    assert flow["last_errors"] == [f"data-mirror/{instance}: copy: record too large for A.big"]
 
     table = await asyncio.to_thread(strait, "status", "--config", str(setup.config))
     assert table.returncode == 0, table.stderr

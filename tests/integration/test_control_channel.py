@@ -52,7 +52,7 @@ async def test_status_topic_keeps_the_latest_status_per_instance(cluster_b: Kafk
     reporter = StatusReporter(
         [publisher],
         service="checkpoint",
-        instance=f"inst-{unique}",
+        instance_id=f"inst-{unique}",
         flow="A->B",
         snapshot=lambda: ("running", None, {"lag": lag["value"]}),
     )
@@ -64,7 +64,7 @@ async def test_status_topic_keeps_the_latest_status_per_instance(cluster_b: Kafk
     finally:
         await publisher.stop()
     statuses = await asyncio.to_thread(read_statuses, props)
-    mine = statuses[f"inst-{unique}"]
+    mine = statuses[f"inst-{unique}/A->B"]
     assert mine.state == "stopped"
     assert mine.details == {"lag": 3}
     assert mine.service == "checkpoint"

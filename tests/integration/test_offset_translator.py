@@ -453,7 +453,7 @@ async def test_status_heartbeats_and_topology_from_real_topics(flow: Flow, uniqu
         reporter = StatusReporter(
             [publisher],
             service="data-mirror",
-            instance=f"dm-{unique}",
+            instance_id=f"dm-{unique}",
             flow=f"{flow.source}->{flow.target}",
             snapshot=lambda: ("running", None, {"records_behind": 12, "topics": 1}),
         )
@@ -482,7 +482,7 @@ async def test_status_heartbeats_and_topology_from_real_topics(flow: Flow, uniqu
         )
     body = status.json()
     mirror = next(i for i in body["instances"] if i["service"] == "data-mirror")
-    assert mirror["instance"] == f"dm-{unique}"
+    assert mirror["instance"] == f"dm-{unique}/{flow.source}->{flow.target}"
     assert body["records_behind"] == 12
     assert body["heartbeat_age_s"] >= 3
     assert flow.source in topology.json()["upstream_clusters"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from structlog.testing import capture_logs
 
 from services.data_mirror.control_link import ControlLink
 from shared.control import (
@@ -130,15 +129,13 @@ def test_a_handover_request_the_target_does_not_acknowledge_raises() -> None:
         link.request_handover("A->B", [(0, 3)], timeout_s=1)
 
 
-def test_publishing_status_is_best_effort_and_a_failure_is_logged() -> None:
+def test_a_status_the_target_does_not_acknowledge_raises_for_the_status_publisher_to_log() -> None:
     link, _, writer = _link()
-    status = ServiceStatus(flow="A->B", service="data-mirror", instance="i:A->B", state="running")
+    status = ServiceStatus(flow="A->B", service="data-mirror", instance="i/A->B", state="running")
     link.publish_status(status)
-    assert writer.written[STATUS_TOPIC] == [(b"i:A->B", encode_event(status))]
+    assert writer.written[STATUS_TOPIC] == [(b"i/A->B", encode_event(status))]
     writer.failure = _not_acknowledged()
-    with capture_logs() as logs:
+    with pytest.raises(KafkaOperationError, match="not acknowledged"):
         link.publish_status(status, timeout_s=1)
-    assert [(log["event"], log["flow"]) for log in logs] == [("status_not_published", "A->B")]
-    assert "not acknowledged" in logs[0]["error"]
     link.close()
     assert writer.closed
