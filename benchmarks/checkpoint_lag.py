@@ -22,7 +22,7 @@ from benchmarks.section_text import run_standalone
 from benchmarks.strait_processes import StraitProcesses
 from shared.kafka.factories import confluent_admin
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.localkafka.mirror_maker import MirrorMakerProcess, write_properties
 from shared.records.checkpoint import Checkpoint

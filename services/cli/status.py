@@ -25,7 +25,7 @@ from shared.errors import CodecError, KafkaOperationError, StraitError
 from shared.flow_selection import selected_flows
 from shared.flow_status import STALE_AFTER_S_DEFAULT, FlowStatus, summarize_flow
 from shared.flow_topics import FlowTopics
-from shared.kafka.read import last_record
+from shared.kafka.partition_reader import last_record
 from shared.records.heartbeat import Heartbeat
 
 _STATE_STYLE = {

@@ -25,7 +25,7 @@ from shared.config import FlowConfig, load_mm2_config
 from shared.control.events import now_ms
 from shared.errors import CodecError
 from shared.flow_topics import FlowTopics
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.records.checkpoint import Checkpoint
 
 

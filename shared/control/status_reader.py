@@ -16,7 +16,7 @@ def read_statuses(props: Mapping[str, str], *, timeout_s: float = 10) -> dict[st
     Raises KafkaOperationError when the topic cannot be looked up; a read cut short by `timeout_s` gives what it has.
     """
     statuses: dict[str, ServiceStatus] = {}
-    for record in read_to_end(props, STATUS_TOPIC, group_id=STATUS_READER_GROUP, timeout_s=timeout_s):
+    for record in read_to_end(props, STATUS_TOPIC, group_id=STATUS_READER_GROUP, timeout_s=timeout_s, complete=False):
         event = decode_event(record.value, topic=STATUS_TOPIC, offset=record.offset)
         if isinstance(event, ServiceStatus):
             statuses[event.instance] = event

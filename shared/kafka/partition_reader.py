@@ -1,6 +1,6 @@
-"""One partition read without a consumer group (blocking, confluent-kafka): followed (`PartitionReader`), or read up
-to the end it had when the read began (`read_range`, the one loop that does that for every reader: `read_to_end`
-here, `shared.kafka.read`'s command-line reads, data-mirror's progress at start-up).
+"""Partitions read without a consumer group (blocking, confluent-kafka): followed (`PartitionReader`), or read up
+to the end they had when the read began (`read_range`, the one loop that does that for every reader:
+`read_all_partitions` / `read_to_end` / `last_record` here, data-mirror's progress at start-up).
 
 For readers that assign a single partition themselves and keep their place in memory: data-mirror's start-up
 read of its progress topic, its driver's live view of it and of the control topic, and (`read_to_end`) one
@@ -11,7 +11,7 @@ wrote is never seen.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
@@ -27,6 +27,7 @@ _NOT_YET = frozenset(
 )
 
 NEW_TOPIC_BACKOFF = Backoff(first_s=0.5)
+READER_GROUP = "strait-reader"  # one-shot reads: never joined or committed, named for the brokers' logs
 
 
 def _too_new(exc: BaseException) -> bool:
@@ -132,23 +133,71 @@ def read_range(
             position = max(position, int(consumer.position([assignment])[0].offset))
 
 
-def read_to_end(
-    props: Mapping[str, str], topic: str, *, group_id: str, timeout_s: float, partition: int = 0
-) -> list[FollowedRecord]:
-    """The partition's records from its start up to its end offset when the read began; empty if no such topic.
+def read_all_partitions(
+    props: Mapping[str, str],
+    topic: str,
+    *,
+    partitions: Iterable[int] | None = None,
+    group_id: str = READER_GROUP,
+    timeout_s: float = 30,
+    complete: bool = True,
+) -> dict[int, list[FollowedRecord]]:
+    """partition -> its records from its start up to the end offset it had when the read began, for `partitions`
+    (default: every partition); empty if no such topic. read_committed, through `read_range`.
 
-    A view of current state: unlike `shared.kafka.read.read_to_end`, a read still short of the end when `timeout_s`
-    has passed returns what it has instead of raising. Failed fetches are skipped; a failure to look the topic up
-    raises KafkaOperationError.
+    `complete`: a read short of an end at `timeout_s` raises TimeoutError; without it, it returns what it has (a
+    view of current state, such as the status topic). A failure to look the topic up raises KafkaOperationError.
     """
     consumer = confluent_consumer(props, **_settings(group_id))
     try:
         found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if found is None or found.error is not None:
-            return []
-        low, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            return {}
         deadline = time.monotonic() + timeout_s
-        return list(read_range(consumer, topic, partition, low, end, deadline, complete=False))
+        records: dict[int, list[FollowedRecord]] = {}
+        for partition in sorted(found.partitions if partitions is None else partitions):
+            low, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            records[partition] = list(read_range(consumer, topic, partition, low, end, deadline, complete=complete))
+        return records
+    except KafkaException as exc:
+        raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
+    finally:
+        consumer.close()
+
+
+def read_to_end(
+    props: Mapping[str, str],
+    topic: str,
+    *,
+    partition: int = 0,
+    group_id: str = READER_GROUP,
+    timeout_s: float = 30,
+    complete: bool = True,
+) -> list[FollowedRecord]:
+    """One partition's records up to its end offset when the read began (`read_all_partitions`)."""
+    found = read_all_partitions(
+        props, topic, partitions=[partition], group_id=group_id, timeout_s=timeout_s, complete=complete
+    )
+    return found.get(partition, [])
+
+
+def last_record(
+    props: Mapping[str, str], topic: str, *, partition: int = 0, timeout_s: float = 30
+) -> FollowedRecord | None:
+    """The newest record of one partition, or None when it is empty or the topic does not exist."""
+    consumer = confluent_consumer(props, **_settings(READER_GROUP))
+    try:
+        found = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if found is None or found.error is not None:
+            return None
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        # A trailing transaction marker has an offset but no record; step back until a record is found.
+        for start in range(high - 1, max(low, high - 10) - 1, -1):
+            records = list(read_range(consumer, topic, partition, start, high, deadline))
+            if records:
+                return records[-1]
+        return None
     except KafkaException as exc:
         raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
     finally:

@@ -131,7 +131,8 @@ def _sync_index(
     if reader.partitions(place.topic) is None:
         notes.append(f"no offset syncs ({place.topic} on {place.cluster}): records whose source is gone are not placed")
         return SyncIndex()
-    index = SyncIndex.of(read_to_end(props, place.topic, group_id=VERIFY_READER_GROUP, timeout_s=timeout_s))
+    syncs = read_to_end(props, place.topic, group_id=VERIFY_READER_GROUP, timeout_s=timeout_s, complete=False)
+    index = SyncIndex.of(syncs)
     if index.skipped:
         notes.append(f"{index.skipped} records of {place.topic} are not offset syncs and were left out")
     return index

@@ -31,7 +31,7 @@ from shared.control.status_reader import read_statuses
 from shared.control.topic_names import progress_topic
 from shared.errors import CodecError
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.kafka.topics import ensure_internal_topic
 from shared.localkafka import KafkaCluster
 from shared.localkafka.ports import free_port

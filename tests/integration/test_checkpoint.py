@@ -32,7 +32,7 @@ from shared.control import read_statuses
 from shared.kafka.factories import confluent_admin, confluent_consumer
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
 from shared.kafka.group_requests import GroupOffsetsClient
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.records import Checkpoint
 from tests.integration.conftest import MIRROR_USER

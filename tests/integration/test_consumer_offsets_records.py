@@ -7,7 +7,7 @@ import time
 from confluent_kafka import TopicPartition
 
 from shared.kafka.factories import confluent_admin, confluent_consumer
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.records.consumer_offsets import (
     GROUP_METADATA_KEY_TYPE,

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from shared.filters import AclBindingSpec
 from shared.kafka.acl_admin import to_binding
 from shared.kafka.factories import confluent_admin, confluent_consumer
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.kafka.topic_admin import TopicAdmin
 from shared.localkafka import KafkaCluster
 from shared.localkafka.ports import free_port

@@ -20,7 +20,7 @@ from services.heartbeat.settings import HeartbeatSettings
 from shared.config import load_mm2_config
 from shared.control import ServiceStatus, read_statuses
 from shared.kafka.factories import confluent_admin
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.records import Heartbeat
 from tests.support.mirror_sim import MirrorSimulation

@@ -31,7 +31,7 @@ from shared.errors import KafkaOperationError
 from shared.kafka.end_offsets import partition_watermarks, topic_end_offsets
 from shared.kafka.factories import confluent_producer
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
-from shared.kafka.read import read_all_partitions
+from shared.kafka.partition_reader import read_all_partitions
 from shared.localkafka import KafkaCluster
 from shared.localkafka.mirror_maker import MirrorMakerProcess
 from shared.localkafka.ports import free_port

@@ -29,7 +29,7 @@ from services.offset_translator.settings import TranslatorSettings
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.control import ControlPublisher, StatusReporter
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
-from shared.kafka.read import read_to_end
+from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.localkafka.ports import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync

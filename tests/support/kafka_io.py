@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topics import create_topic
 
 Headers = list[tuple[str, bytes | None]]
@@ -152,17 +153,13 @@ def consume_to_end(
 
 
 def read_to_end(props: Mapping[str, str], topic: str, *, timeout_s: float = 60) -> list[Rec]:
-    """Every record now in `topic` (all partitions), read up to the end offsets taken at the start."""
-    consumer: Consumer = confluent_consumer(props, **{"group.id": "test-reader", "enable.auto.commit": False})
-    try:
-        count = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)}
-        expected = sum(ends.values())
-    finally:
-        consumer.close()
-    records = consume_all(props, topic, expected, timeout_s=timeout_s, partitions=count)
-    assert len(records) >= expected, f"read {len(records)} of {expected} records of {topic} within {timeout_s}s"
-    return records
+    """Every record now in `topic` (all partitions, partition by partition), read up to the end offsets taken at the
+    start by the production code's reader (`shared.kafka.partition_reader`, read_committed)."""
+    return [
+        Rec(partition, r.offset, r.key, r.value, list(r.headers), r.timestamp_ms)
+        for partition, records in read_all_partitions(props, topic, timeout_s=timeout_s).items()
+        for r in records
+    ]
 
 
 def end_offsets_sum(props: Mapping[str, str], topic: str, partitions: int) -> int:

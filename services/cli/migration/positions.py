@@ -16,7 +16,7 @@ from shared.control.topic_names import progress_topic
 from shared.errors import CodecError
 from shared.flow_topics import FlowTopics
 from shared.kafka.end_offsets import partition_watermarks
-from shared.kafka.read import read_all_partitions
+from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topic_admin import TopicAdmin
 from shared.progress_store import load_progress
 from shared.records.connect_offsets import SOURCE_CONNECTOR, SourcePartitionKey, decode_last_copied
