@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from shared.config import MirrorMakerConfig, is_sensitive_key, load_mm2_config
 from shared.config.redaction import one_line
-from shared.config.service_settings import ServiceSettings
+from shared.config.service_settings import CliFlag, ServiceSettings
 from shared.daemon_executor import use_daemon_threads
 from shared.errors import ConfigError
 from shared.gc_monitor import GcPauseMonitor
@@ -35,24 +35,33 @@ EXIT_CONFIG = 2
 EXIT_CRASHED = 1
 
 
+COMMON_FLAGS = (
+    CliFlag("--config", "MM2-format properties file (env STRAIT_CONFIG)"),
+    CliFlag("--metrics-host", "address for /metrics, /health, /ready"),
+    CliFlag("--metrics-port", "port for /metrics, /health, /ready (0: any free)", type=int),
+    CliFlag("--instance-id", "this process's name in status and leases"),
+    CliFlag("--log-level", "DEBUG, INFO, WARNING, ERROR"),
+    CliFlag("--flows", "comma list of flows to serve, e.g. A->B (default: all enabled)"),
+)
+
+
 def parse_settings(prog: str, settings_cls: type[S], argv: Sequence[str] | None) -> S:
     """Command-line flags over STRAIT_* environment variables over defaults; one-line error on bad input."""
-    parser = argparse.ArgumentParser(prog=prog, description=f"Strait {prog} service")
-    parser.add_argument("--config", help="MM2-format properties file (env STRAIT_CONFIG)")
-    parser.add_argument("--metrics-host", help="address for /metrics, /health, /ready")
-    parser.add_argument("--metrics-port", type=int, help="port for /metrics, /health, /ready (0: any free)")
-    parser.add_argument("--instance-id", help="this process's name in status and leases")
-    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
-    parser.add_argument("--flows", help="comma list of flows to serve, e.g. A->B (default: all enabled)")
+    description = f"Strait {settings_cls.cli_description or prog + ' service'}"
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    for flag in (*COMMON_FLAGS, *settings_cls.cli_flags):
+        hidden = flag.help is None or flag.flag in settings_cls.cli_hidden
+        parser.add_argument(flag.flag, dest=flag.dest, type=flag.type, help=argparse.SUPPRESS if hidden else flag.help)
     args = parser.parse_args(argv)
     given = {key: value for key, value in vars(args).items() if value is not None}
     try:
         return settings_cls(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
         hint = " (use --config or STRAIT_CONFIG)" if where == "config" else ""
-        fail(prog, f"setting {where}: {first['msg']}{hint}")
+        fail(prog, f"setting {where}: {message}{hint}" if where else message)
 
 
 def fail(prog: str, message: str) -> NoReturn:
@@ -112,35 +121,41 @@ async def _serve(
         service = build(settings, config, registry)
     except ConfigError as exc:
         fail(prog, str(exc))
-    tune_garbage_collector()
+    if service.tune_gc:
+        tune_garbage_collector()
     loop = asyncio.get_running_loop()
     use_daemon_threads(loop)
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, service.request_stop)
-    server = ObservabilityServer(
-        registry,
-        live=service.liveness,
-        ready=service.readiness,
-        host=settings.metrics_host,
-        port=settings.metrics_port,
-    )
-    server.start()
+        loop.add_signal_handler(signum, _stop_on(signum, service, log))
+    server: ObservabilityServer | None = None
+    listening = service.listening()
+    if not service.serves_own_http:  # the translator answers /metrics, /health and /ready on its API port
+        server = ObservabilityServer(
+            registry,
+            live=service.liveness,
+            ready=service.readiness,
+            host=settings.metrics_host,
+            port=settings.metrics_port,
+        )
+        server.start()
+        listening = {"metrics_port": server.port}
     monitor = LoopStallMonitor(registry)
     stalls = asyncio.create_task(monitor.run(), name="loop-stall-monitor")
     watchdog = asyncio.create_task(LoopWatchdog().run(), name="loop-watchdog")
     collections = GcPauseMonitor(registry).install()
     started = time.monotonic()
-    log.info("service_starting", instance=settings.instance_id, metrics_port=server.port)
+    log.info("service_starting", instance=settings.instance_id, **listening)
     try:
         await service.start()
-        log.info("service_started", instance=settings.instance_id)
+        log.info("service_started", instance=settings.instance_id, **service.listening())
         await service.run_until_stopped()
     except Exception as exc:
         service.crashed = service.crashed or exc
         log.error("service_failed", error=str(exc), exc_info=exc)
     finally:
         await service.stop()
-        server.stop()
+        if server is not None:
+            server.stop()
         stalls.cancel()
         watchdog.cancel()
         collections.uninstall()
@@ -154,3 +169,13 @@ async def _serve(
         crashed=repr(service.crashed) if service.crashed else None,
     )
     return EXIT_CRASHED if service.crashed else 0
+
+
+def _stop_on(signum: int, service: Service, log: Any) -> Callable[[], None]:
+    """What SIGTERM/SIGINT do: ask the service to stop (it drains, commits and closes), saying which signal."""
+
+    def stop() -> None:
+        log.info("stop_requested", signal=signal.Signals(signum).name)
+        service.request_stop()
+
+    return stop

@@ -24,6 +24,8 @@ class Service:
     """Subclasses implement `on_start` (I/O, spawn tasks) and `on_stop` (drain, commit, close in reverse)."""
 
     name: str = "service"
+    tune_gc: bool = True  # the runner sets `gc_tuning`'s thresholds for services that handle records in process
+    serves_own_http: bool = False  # True: /metrics, /health and /ready are the service's own, not the runner's
 
     def __init__(self) -> None:
         self.log = structlog.get_logger(self.name)
@@ -160,6 +162,10 @@ class Service:
         self.log.warning("recoverable_error", where=where, error=str(exc), error_type=type(exc).__name__)
 
     # -- health ----------------------------------------------------------------------------------
+    def listening(self) -> dict[str, Any]:
+        """Where the service itself accepts requests, for its start log (none by default)."""
+        return {}
+
     def liveness(self) -> tuple[bool, dict[str, Any]]:
         """Alive unless a background task crashed."""
         return self.crashed is None, {"service": self.name}

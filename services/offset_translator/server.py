@@ -1,97 +1,115 @@
-"""Run the app under uvicorn inside `asyncio.run`: SIGTERM/SIGINT ask uvicorn to stop, which drains requests,
-then the lifespan stops the feeds; a crashed feed stops the server too and makes the exit code non-zero."""
+"""The translator's HTTP server as a service under the common runner.
+
+uvicorn serves the app; its lifespan starts and stops the feeds that fill the index. A stop request (SIGTERM, via
+the runner) asks uvicorn to stop, which drains requests and then runs the lifespan's shutdown; a crashed feed, or a
+server that cannot bind its port, crashes this service, so the process exits non-zero.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-import structlog
 import uvicorn
 from fastapi import FastAPI
 
 from services.offset_translator.service import TranslatorService
 from services.offset_translator.settings import TranslatorSettings
-from shared.daemon_executor import use_daemon_threads
+from shared.errors import StraitError
+from shared.service import Service
 
-EXIT_CRASHED = 1
+GRACEFUL_S = 10  # requests in flight at a stop get this long to finish
+BIND_POLL_S = 0.02
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling (`serve` installs ours on the loop instead), saying
-    `service_started` only once it accepts connections (the app's startup runs before the port is bound)."""
-
-    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_started = on_started
+    """uvicorn without its own signal handling: the runner's handlers ask this service to stop."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         # uvicorn would re-raise SIGTERM after shutting down, killing the process before the summary line.
         yield
 
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.started:
-            self._on_started()
 
+class TranslatorServer(Service):
+    """Serves the app until stopped; `start` returns once the port accepts connections."""
 
-async def serve(app: FastAPI, settings: TranslatorSettings, prog: str) -> int:
-    """Serve until SIGTERM/SIGINT or a crashed feed; 0 after a clean stop, 1 after a crash or failed start."""
-    log = structlog.get_logger(prog)
-    server = _Server(
-        uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            log_config=None,
-            lifespan="on",
-            access_log=False,
-            timeout_graceful_shutdown=10,
-            # (the settings checked that they load; uvicorn's default protocol negotiates TLS 1.2 or newer)
-            ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file is not None else None,
-            ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file is not None else None,
-        ),
-        lambda: log.info(
-            "service_started",
-            instance=settings.instance_id,
-            host=settings.host,
-            port=settings.port,
-            scheme="https" if settings.tls_cert_file is not None else "http",
-        ),
-    )
-    loop = asyncio.get_running_loop()
-    use_daemon_threads(loop)
+    name = "offset-translator"
+    serves_own_http = True  # /metrics, /health and /ready are routes of the app, on the API port
+    tune_gc = False  # it answers requests from an index; the thresholds were measured for record-handling loops
 
-    def request_stop() -> None:
-        server.should_exit = True
+    def __init__(self, app: FastAPI, settings: TranslatorSettings) -> None:
+        super().__init__()
+        self._settings = settings
+        self._feeds: TranslatorService | None = app.state.service
+        self._server = _Server(
+            uvicorn.Config(
+                app,
+                host=settings.host,
+                port=settings.port,
+                log_config=None,
+                lifespan="on",
+                access_log=False,
+                timeout_graceful_shutdown=GRACEFUL_S,
+                # (the settings checked that they load; uvicorn's default protocol negotiates TLS 1.2 or newer)
+                ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file is not None else None,
+                ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file is not None else None,
+            )
+        )
+        self._serving: asyncio.Task[None] | None = None
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, request_stop)
-    service: TranslatorService | None = app.state.service
-    watcher = asyncio.create_task(_stop_on_crash(service, server)) if service is not None else None
-    started = time.monotonic()
-    log.info("service_starting", instance=settings.instance_id, host=settings.host, port=settings.port)
-    try:
-        await server.serve()
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-    crashed = service.crashed if service is not None else None
-    log.info(
-        "service_stopped",
-        instance=settings.instance_id,
-        uptime_s=round(time.monotonic() - started, 1),
-        crashed=repr(crashed) if crashed else None,
-    )
-    return EXIT_CRASHED if crashed is not None or not server.started else 0
+    def listening(self) -> dict[str, Any]:
+        scheme = "https" if self._settings.tls_cert_file is not None else "http"
+        return {"host": self._settings.host, "port": self.port, "scheme": scheme}
 
+    @property
+    def port(self) -> int:
+        """The bound port (the setting's, or the one picked for port 0 once serving)."""
+        for server in getattr(self._server, "servers", []):
+            for sock in server.sockets:
+                if sock.family in (socket.AF_INET, socket.AF_INET6):
+                    return int(sock.getsockname()[1])
+        return self._settings.port
 
-async def _stop_on_crash(service: TranslatorService, server: uvicorn.Server) -> None:
-    """A crashed background task requests a stop; then stop serving too."""
-    await service.run_until_stopped()
-    server.should_exit = True
+    async def on_start(self) -> None:
+        """Serve in the background; wait until the port is bound (the app's startup runs first) or serving failed."""
+        self._serving = self.spawn(self._serve(), "http")
+        while not self._server.started and not self._serving.done():
+            await asyncio.sleep(BIND_POLL_S)
+        if not self._server.started:  # the port was not bound, or the app's startup failed: never "started"
+            failure = self._serving.exception() if self._serving.done() else None
+            where = f"{self._settings.host}:{self._settings.port}"
+            raise failure or self.crashed or StraitError(f"the HTTP server on {where} did not start")
+        if self._feeds is not None:
+            self.spawn(self._watch_feeds(self._feeds), "feeds")
+
+    async def _serve(self) -> None:
+        try:
+            await self._server.serve()
+        except SystemExit as exc:  # uvicorn exits the process when it cannot bind or the app cannot start
+            where = f"{self._settings.host}:{self._settings.port}"
+            raise StraitError(f"the HTTP server on {where} could not start (see the line before)") from exc
+        if not self.stopping:
+            where = f"{self._settings.host}:{self._settings.port}"
+            raise StraitError(f"the HTTP server on {where} stopped or never started")
+
+    async def _watch_feeds(self, feeds: TranslatorService) -> None:
+        """A crashed feed crashes the server (the index would go stale while answering)."""
+        await feeds.run_until_stopped()
+        if feeds.crashed is not None and not self.stopping:
+            raise StraitError(f"a feed of the index crashed: {feeds.crashed!r}")
+
+    async def before_cancel(self) -> None:
+        """Drain requests in flight, then the lifespan stops the feeds."""
+        self._server.should_exit = True
+        if self._serving is not None:
+            with contextlib.suppress(Exception):
+                await self._serving
+
+    async def on_stop(self) -> None:
+        """A feed that crashed at any moment (even while stopping) makes the process exit non-zero."""
+        if self.crashed is None and self._feeds is not None and self._feeds.crashed is not None:
+            self.crashed = self._feeds.crashed

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from shared.config.service_settings import ServiceSettings
+from shared.config.service_settings import CliFlag, ServiceSettings
 
 # Names of the endpoint families an operator may protect (`protected_endpoints`); `failover` always is.
 ENDPOINTS = ("flows", "offsets", "translate", "topology", "status", "metrics", "failover")
@@ -19,6 +20,17 @@ class TranslatorSettings(ServiceSettings):
     The API, /metrics, /health and /ready are all served on `host`:`port` (`metrics_host`/`metrics_port`
     are not used). The token comes from STRAIT_TRANSLATOR_TOKEN or the file STRAIT_TRANSLATOR_TOKEN_FILE.
     """
+
+    cli_description: ClassVar[str] = "offset translator (HTTP API)"
+    cli_hidden: ClassVar[frozenset[str]] = frozenset({"--metrics-host", "--metrics-port"})  # served on --port
+    cli_flags: ClassVar[tuple[CliFlag, ...]] = (
+        CliFlag("--host", "address to listen on (default 127.0.0.1)"),
+        CliFlag("--port", "port for the API, /metrics, /health, /ready (default 8080)", type=int),
+        CliFlag("--token-file", "file holding the bearer token", dest="translator_token_file"),
+        CliFlag("--protected-endpoints", "endpoint families that need the token besides failover"),
+        CliFlag("--tls-cert-file", "PEM certificate chain: serve HTTPS (env STRAIT_TLS_CERT_FILE)"),
+        CliFlag("--tls-key-file", "PEM private key of the certificate, if not in its file"),
+    )
 
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535, description="0 picks a free port")

@@ -110,3 +110,67 @@ def test_one_rule_says_which_flows_a_process_serves() -> None:
         if isinstance(node, ast.FunctionDef) and "flows" in node.name and node.name.startswith(("selected", "chosen"))
     ]
     assert defining == ["shared/flow_selection.py"]
+
+
+SERVICE_PACKAGES = sorted(
+    p.parent.name for p in (ROOT / "services").glob("*/__main__.py") if p.parent.name != "cli"
+)  # the CLI is a command, not a service: its demo stops the processes it started on Ctrl-C itself
+
+
+def _calls(tree: ast.Module) -> Iterator[str]:
+    """The dotted name of every call in a module (`signal.signal`, `loop.add_signal_handler`, `run_service`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            parts: list[str] = []
+            func: ast.expr = node.func
+            while isinstance(func, ast.Attribute):
+                parts.append(func.attr)
+                func = func.value
+            if isinstance(func, ast.Name):
+                parts.append(func.id)
+            yield ".".join(reversed(parts))
+
+
+def test_only_the_runner_handles_signals() -> None:
+    """SIGTERM means the same in every service because one place turns it into a stop request."""
+    handlers = sorted(
+        relative
+        for relative, _dotted, tree in _modules()
+        if not relative.startswith(("services/cli/", "shared/localkafka/"))
+        for call in _calls(tree)
+        if call.endswith(("add_signal_handler", "signal.signal"))
+    )
+    assert handlers == ["shared/runner.py"]
+
+
+def test_every_service_runs_under_the_one_runner() -> None:
+    """Each service's entry point hands its service to `run_service`: settings, logging, metrics, exit codes."""
+    assert len(SERVICE_PACKAGES) == 7, SERVICE_PACKAGES  # the six of the design card and the audit
+    for package in SERVICE_PACKAGES:
+        tree = ast.parse((ROOT / "services" / package / "__main__.py").read_text())
+        calls = set(_calls(tree))
+        assert "run_service" in calls, package
+        assert not {"asyncio.run", "uvicorn.run"} & calls, package
+
+
+def test_one_status_publisher_builds_every_status() -> None:
+    """Every status record is built by shared/control/status_reporter.py: one key rule, one best-effort rule."""
+    builders = sorted(
+        relative
+        for relative, _dotted, tree in _modules()
+        for call in _calls(tree)
+        if call.split(".")[-1] == "ServiceStatus"
+    )
+    assert builders == ["shared/control/status_reporter.py"]
+
+
+def test_one_module_reads_partitions_to_their_end() -> None:
+    """`read_range` is the one loop that reads up to an end offset; the one-shot reads built on it live beside it."""
+    readers = sorted(
+        (relative, node.name)
+        for relative, _dotted, tree in _modules()
+        for node in tree.body  # module-level functions (OffsetSyncStore.read_to_end is a flag, not a read)
+        if isinstance(node, ast.FunctionDef)
+        and node.name in ("read_range", "read_to_end", "read_all_partitions", "last_record", "read_partition")
+    )
+    assert {relative for relative, _ in readers} == {"shared/kafka/partition_reader.py"}, readers
