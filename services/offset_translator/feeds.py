@@ -9,6 +9,7 @@ from services.offset_translator.index import TranslatorIndex
 from shared.config import FlowConfig
 from shared.control.topic_names import STATUS_TOPIC
 from shared.errors import KafkaOperationError
+from shared.flow_topics import offset_syncs_place
 from shared.kafka.follow import RecordsHandler, TopicFollower
 
 ErrorSink = Callable[[str, KafkaOperationError], None]
@@ -34,8 +35,7 @@ def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_er
     for config in flows:
         flow = index.flows[(config.source, config.target)]
         target_props = config.target_consumer_props()
-        on_source = flow.offset_syncs_cluster == flow.source
-        sync_props = config.source_consumer_props() if on_source else target_props
+        sync_props = offset_syncs_place(config).consumer_props(config)
         followers += [
             _follower(
                 target_props,
