@@ -18,6 +18,7 @@ from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
 from shared.control.status_reporter import State
+from shared.error_state import ErrorState
 from shared.errors import StraitError
 from shared.lease import ShardLease
 from shared.retry import Backoff, retry_async
@@ -81,21 +82,19 @@ class FlowUnit(Service):
         await self.run_opened()
 
     async def _open_with_retry(self) -> bool:
-        reported: str | None = None
+        opening = ErrorState(self.log, "open_failed", "opened_after_failures")
 
         def failed(exc: BaseException, retry_s: float) -> None:
-            nonlocal reported
             assert isinstance(exc, StraitError)
             self.open_failed(exc)
             self.last_error = str(exc)
-            if str(exc) != reported:
-                reported = str(exc)
-                self.log.warning("open_failed", error=str(exc), error_type=type(exc).__name__, retry_s=retry_s)
+            opening.failed(exc, retry_s=retry_s)
 
         opened = await retry_async(self._open_once, backoff=OPEN_BACKOFF, on_failure=failed, stop=self._stop_requested)
         if opened:
             self.opened = True
             self.last_error = None
+            opening.cleared()
         return bool(opened)
 
     async def _open_once(self) -> bool:

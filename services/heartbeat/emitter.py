@@ -9,6 +9,7 @@ import structlog
 
 from services.heartbeat.metrics import HeartbeatMetrics
 from shared.config import FlowConfig
+from shared.error_state import ErrorState
 from shared.errors import StraitError
 from shared.flow_topics import FlowTopics
 from shared.kafka.record_writer import RecordWriter
@@ -28,8 +29,8 @@ class HeartbeatEmitter:
         self._writer: RecordWriter | None = None
         self.emitted = 0
         self.last_emit_ms: int | None = None
-        self.last_error: str | None = None
         self.log = structlog.get_logger("heartbeat").bind(pair=pair.name, cluster=self.cluster)
+        self._errors = ErrorState(self.log, "heartbeat_emit_failed", "heartbeat_emit_recovered")
 
     async def emit(self) -> None:
         """Create the topic and the producer if needed, then write one heartbeat and wait for its ack."""
@@ -49,16 +50,17 @@ class HeartbeatEmitter:
             await asyncio.to_thread(self._writer.write, self.topic, records, timeout_s=timeout_s)
         except StraitError as exc:
             self._metrics.emit_errors.labels(self.pair.name).inc()
-            if str(exc) != self.last_error:
-                self.log.warning("heartbeat_emit_failed", error=str(exc), retriable=exc.retriable)
-            self.last_error = str(exc)
+            self._errors.failed(exc, retriable=exc.retriable)
             return
-        if self.last_error is not None:
-            self.log.info("heartbeat_emit_recovered")
-        self.last_error = None
+        self._errors.cleared()
         self.emitted += 1
         self.last_emit_ms = now_ms
         self._metrics.emitted.labels(self.pair.name).inc()
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the last heartbeat was not written; None once one was."""
+        return self._errors.current
 
     def details(self) -> dict[str, object]:
         """Figures for the status record."""

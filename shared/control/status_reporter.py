@@ -15,6 +15,7 @@ import structlog
 
 from shared.control.channel import ControlPublisher
 from shared.control.events import ServiceStatus
+from shared.error_state import ErrorState
 
 State = Literal["starting", "running", "paused", "degraded", "stopped", "failed"]
 Snapshot = Callable[[], tuple[State, str | None, Mapping[str, Any]]]
@@ -46,8 +47,9 @@ class StatusReporter:
         self._snapshot = snapshot
         self._release = release
         self._started_ts = int(time.time() * 1000)
-        self._log = structlog.get_logger(service).bind(flow=flow)
-        self.failure: str | None = None  # why the last publication failed; None once one succeeded
+        self._errors = ErrorState(
+            structlog.get_logger(service).bind(flow=flow), "status_publish_failed", "status_publish_recovered"
+        )
 
     def build(self, state: State | None = None) -> ServiceStatus:
         """The status as it would be published now (`state` overrides the snapshot's)."""
@@ -75,14 +77,15 @@ class StatusReporter:
         self.succeeded()
         return True
 
+    @property
+    def failure(self) -> str | None:
+        """Why the last publication failed; None once one succeeded."""
+        return self._errors.current
+
     def failed(self, exc: BaseException) -> None:
         """A publication failed (here or on a caller's own path, e.g. a synchronous one): log it if it is new."""
-        if str(exc) != self.failure:
-            self._log.warning("status_publish_failed", error=str(exc), error_type=type(exc).__name__)
-        self.failure = str(exc)
+        self._errors.failed(exc)
 
     def succeeded(self) -> None:
         """A publication went through: say so once if it had been failing."""
-        if self.failure is not None:
-            self._log.info("status_publish_recovered", after=self.failure)
-        self.failure = None
+        self._errors.cleared()
