@@ -37,6 +37,7 @@ from shared.daemon_executor import DaemonThreadExecutor
 from shared.errors import StraitError
 from shared.progress_store import ProgressFollower
 from shared.records.progress import CopyReport, Progress
+from shared.retry import Backoff
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -50,7 +51,7 @@ HANDOVER_WAIT_S = 60
 STOP_ACK_S = 3.0
 SPARK_STOP_WAIT_S = 4.0
 UNREACHABLE_WAIT_S = 0.5  # final flushes to a target that already failed to acknowledge the hand-over
-MAX_BACKOFF_S = 10.0
+TASK_RESTART = Backoff(first_s=0.5, max_s=10.0)  # a failed task's slot waits this long before its next task
 RECOVERED_S = 10.0  # a restarted task that runs this long clears its slot's error from the status
 
 
@@ -286,7 +287,7 @@ class MirrorDriver:
             )
             return
         failures = self._failures[key] = self._failures.get(key, 0) + 1
-        self._not_before[key] = time.monotonic() + min(MAX_BACKOFF_S, 0.5 * 2 ** min(failures - 1, 5))
+        self._not_before[key] = time.monotonic() + TASK_RESTART.delay(failures)
         self.metrics.task_failures.labels(spec.flow).inc()
         self._error(spec.flow, "task", f"slot {spec.slot}: {result.error}")
         self._problems[(spec.flow, f"slot {spec.slot}")] = f"slot {spec.slot}: {result.error}"

@@ -21,15 +21,27 @@ from aiokafka.protocol.api import Request
 from aiokafka.protocol.commit import OffsetCommitRequest
 
 from shared.errors import KafkaOperationError
+from shared.kafka import error_codes as codes
 from shared.kafka.cluster_errors import cluster_error
 from shared.kafka.factories import aio_admin
 from shared.kafka.group_offsets import CommittedOffset, GroupBusyError, GroupOffsets
 from shared.kafka.group_protocol import FetchGroupOffsets, FindGroupCoordinators
 
-# Answers that mean "ask the coordinator again": COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR.
-_STALE_COORDINATOR = frozenset({14, 15, 16})
+# Answers that mean "ask the coordinator again".
+_STALE_COORDINATOR = frozenset(
+    {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR}
+)
 # Answers to a commit from outside the group while it has members (classic and KIP-848 groups).
-_GROUP_BUSY = frozenset({22, 25, 27, 68, 110, 113})
+_GROUP_BUSY = frozenset(
+    {
+        codes.ILLEGAL_GENERATION,
+        codes.UNKNOWN_MEMBER_ID,
+        codes.REBALANCE_IN_PROGRESS,
+        codes.NON_EMPTY_GROUP,
+        codes.FENCED_MEMBER_EPOCH,
+        codes.STALE_MEMBER_EPOCH,
+    }
+)
 _ATTEMPTS = 3
 _RETRY_S = 0.5
 
