@@ -4,7 +4,8 @@ checkpoint run and consumer groups work on it; the groups resume on the target w
 
 Checkpoints follow the source's commits as a stream, so a group that commits as it consumes re-reads at most what
 it consumed in the last two seconds before the source died, and a group that committed and then paused for two
-seconds re-reads nothing.
+seconds re-reads nothing; neither skips a copied record it had not processed. The same holds when a Filter drops
+some records on the way (the dropped ones are gaps in the target's offsets).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from confluent_kafka import Message, TopicPartition
 from shared.errors import KafkaOperationError
 from shared.kafka.end_offsets import topic_end_offsets
 from shared.kafka.factories import confluent_consumer, confluent_producer
-from shared.kafka.read import read_all_partitions
+from shared.kafka.partition_reader import read_all_partitions
 from shared.localkafka import KafkaCluster
 from tests.support.kafka_io import make_topic
 from tests.support.mm2_client import translate_offsets
@@ -30,11 +31,20 @@ from tests.support.service_process import ServiceProcess
 
 PARTITIONS = 2
 PAUSED_AFTER = 1500  # records the paused group consumes before it stops
+DROPPED_EVERY = 50  # with the filter: one record in 50 carries the header it drops
+DROP_MARKED = {
+    "transforms": "dropMarked",
+    "transforms.dropMarked.type": "org.apache.kafka.connect.transforms.Filter",
+    "transforms.dropMarked.predicate": "marked",
+    "predicates": "marked",
+    "predicates.marked.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+    "predicates.marked.name": "drop-me",
+}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def doomed_source(kafka_runtime: str) -> Iterator[KafkaCluster]:
-    """A source cluster of its own: the drill kills it."""
+    """A source cluster of its own for each drill: the drill kills it."""
     cluster = KafkaCluster("DRILL")
     try:
         yield cluster.start()
@@ -43,12 +53,14 @@ def doomed_source(kafka_runtime: str) -> Iterator[KafkaCluster]:
 
 
 class Load(threading.Thread):
-    """Produces unique values `<partition>:<n>` at about 1,000 records a second until the source dies."""
+    """Produces unique values `<partition>:<n>` at about 1,000 records a second until the source dies; with
+    `marked`, every DROPPED_EVERY-th record carries the header the filter drops."""
 
-    def __init__(self, props: Mapping[str, str], topic: str) -> None:
+    def __init__(self, props: Mapping[str, str], topic: str, marked: bool) -> None:
         super().__init__(daemon=True)
         self._producer = confluent_producer(props, **{"linger.ms": 5})
         self._topic = topic
+        self._marked = marked
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -56,7 +68,13 @@ class Load(threading.Thread):
         while not self.stopping.is_set():
             for _ in range(20):
                 partition = sent % PARTITIONS
-                self._producer.produce(self._topic, value=f"{partition}:{sent}".encode(), partition=partition)
+                drop = self._marked and sent % DROPPED_EVERY == 7
+                self._producer.produce(
+                    self._topic,
+                    value=f"{partition}:{sent}".encode(),
+                    partition=partition,
+                    headers=[("drop-me", b"1")] if drop else None,
+                )
                 sent += 1
             self._producer.poll(0)
             time.sleep(0.02)
@@ -122,13 +140,21 @@ def _mirrored(target: Mapping[str, str], remote: str) -> int:
 def reprocessed(
     target: Mapping[str, str], remote: str, resume: Mapping[tuple[str, int], int], group: Group
 ) -> list[float]:
-    """When the group had processed each record it reads again on the target from `resume`."""
+    """When the group had processed each record it reads again on the target from `resume`; fails if a copied
+    record below `resume` is one the group never processed (it would be skipped: lost to the group)."""
     copies = read_all_partitions(target, remote)
     assert sorted(copies) == list(range(PARTITIONS))
     consumed_from = {int(value.split(b":")[0]) for value in group.consumed}
     # Every partition the group consumed from has a checkpoint; a partition it never committed it reads from the
     # start, where it had processed nothing.
     assert {(remote, partition) for partition in consumed_from} <= set(resume), resume
+    skipped = [
+        record.value
+        for partition, records in copies.items()
+        for record in records
+        if record.offset < resume.get((remote, partition), 0) and (record.value or b"") not in group.consumed
+    ]
+    assert skipped == [], f"records the group never processed lie below its resume point: {skipped[:5]}"
     return [
         group.consumed[record.value or b""]
         for partition, records in copies.items()
@@ -137,8 +163,9 @@ def reprocessed(
     ]
 
 
+@pytest.mark.parametrize("filtered", [False, True], ids=["plain", "one-in-50-filtered"])
 def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_seconds(
-    doomed_source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+    doomed_source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, filtered: bool
 ) -> None:
     source, target = f"S{unique}", f"T{unique}"
     topic, remote = f"drill-{unique}", f"S{unique}.drill-{unique}"
@@ -148,9 +175,9 @@ def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_
     config = write_mm2_config(
         tmp_path / "mm2.properties",
         {source: doomed_source, target: cluster_b},
-        {f"{source}->{target}": {"topics": topic, "groups": f"drill-{unique}-.*"}},
+        {f"{source}->{target}": {"topics": topic, "groups": f"drill-{unique}-.*", **(DROP_MARKED if filtered else {})}},
     )
-    load = Load(a_props, topic)
+    load = Load(a_props, topic, marked=filtered)
     load.start()
     busy = Group(a_props, topic, f"drill-{unique}-busy")
     paused = Group(a_props, topic, f"drill-{unique}-paused", stop_after=PAUSED_AFTER)
@@ -199,3 +226,7 @@ def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_
     assert oldest <= 2.0
     assert len(busy_again) <= busy.consumed_since(died - 2.0)
     assert paused_again == []
+    if filtered:
+        copied = [r.value or b"" for records in read_all_partitions(b_props, remote).values() for r in records]
+        assert copied
+        assert not [v for v in copied if int(v.split(b":")[1]) % DROPPED_EVERY == 7], "the filter dropped the marked"

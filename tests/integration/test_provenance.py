@@ -20,7 +20,7 @@ from tests.support.waiting import wait_until
 
 IDENTITY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 PARTITIONS = 2
-WRITE_S = 60
+WRITE_S = 180  # "a few minutes" of writes on both sides, as the provenance promise is meant to hold
 RATE = 20  # records per second on each side
 
 
@@ -67,7 +67,7 @@ def test_an_active_active_pair_with_provenance_copies_each_record_once_each_way_
             writer.join()
         total = len(written["A"]) + len(written["B"])
         for alias, cluster in (("A", cluster_a), ("B", cluster_b)):
-            wait_until(_holds(cluster, topic, total), 120, f"{total} records on {alias}")
+            wait_until(_holds(cluster, topic, total), 180, f"{total} records on {alias}")
         time.sleep(5)  # a loop would keep copying: give it the time of many commit intervals
         assert mirror.stop() == 0
     expected = Counter(written["A"] + written["B"])

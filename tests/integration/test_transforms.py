@@ -202,3 +202,57 @@ def test_a_python_transform_masks_a_json_field_of_every_record_it_copies(
     assert {(r.partition, r.key): r.value for r in copied} == expected
     assert len(copied) == len(expected), "each kept record once"
     assert all(r.headers == [("h", b"v")] for r in copied)
+
+
+def test_insert_header_fails_mm2_as_documented_and_strait_adds_the_header_keeping_the_others(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+) -> None:
+    """The one transform whose MM2 output cannot be compared: with MM2's own header converter its task fails on the
+    first record (what docs/migrating-from-mm2.md says); Strait adds the header as UTF-8 and changes nothing else."""
+    topic = f"tagged-{unique}"
+    make_topic(cluster_a.client_properties(), topic, PARTITIONS)
+    _fill(cluster_a, topic)
+    chain = {
+        "transforms": "tag",
+        "transforms.tag.type": CONNECT + "InsertHeader",
+        "transforms.tag.header": "origin",
+        "transforms.tag.value.literal": "eu-west",
+    }
+    mm2_config = write_mm2_config(
+        tmp_path / "mm2.properties",
+        {"MA": cluster_a, "B": cluster_b},
+        {"MA->B": _flow(topic, chain)},
+        {
+            "B->MA.enabled": "false",
+            "emit.heartbeats.enabled": "false",
+            "sync.topic.acls.enabled": "false",
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+        },
+    )
+    mm2_log = tmp_path / "mm2.log"
+    mm2 = MirrorMakerProcess(mm2_config, log_path=mm2_log, clusters=["B"]).start()
+    try:
+        wait_until(
+            lambda: "Invalid schema type for ByteArrayConverter: STRING" in mm2_log.read_text(errors="replace"),
+            180,
+            "MM2's task failing on InsertHeader's STRING header",
+        )
+    finally:
+        mm2.stop()
+    assert _copied(cluster_b, f"MA.{topic}") == 0, "MM2 copied nothing"
+
+    strait_config = write_mm2_config(
+        tmp_path / "strait.properties", {"SA": cluster_a, "B": cluster_b}, {"SA->B": _flow(topic, chain)}
+    )
+    make_topic(cluster_b.client_properties(), f"SA.{topic}", PARTITIONS)
+    with ServiceProcess("data_mirror", strait_config, tmp_path) as mirror:
+        wait_until(lambda: _copied(cluster_b, f"SA.{topic}") >= RECORDS, 180, f"Strait copied the {RECORDS} records")
+        assert mirror.stop() == 0
+    source, copied = _records(cluster_a, topic), _records(cluster_b, f"SA.{topic}")
+    expected = {
+        partition: [r._replace(headers=(*r.headers, ("origin", b"eu-west"))) for r in records]
+        for partition, records in source.items()
+    }
+    assert copied == expected, "every record, in order, its headers kept and the new one last"
