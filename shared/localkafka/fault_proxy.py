@@ -10,8 +10,6 @@ every broker's link: latency, a bandwidth cap, resets, a black hole, an outage; 
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import subprocess
 import threading
 import time
@@ -22,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from shared.localkafka.go_build import built_once
 from shared.localkafka.jars import CACHE_DIR, HarnessError
 from shared.localkafka.ports import free_port
 from shared.localkafka.processes import die_with_parent
@@ -41,29 +40,8 @@ def toxiproxy_binary() -> Path:
 
 def install_toxiproxy() -> Path:
     """Build the pinned Toxiproxy server from Go modules unless it is there (about 40 s, once)."""
-    binary = toxiproxy_binary()
-    if binary.exists():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise HarnessError("the fault proxy needs Go to build Toxiproxy from Go modules (install golang)")
-    build = binary.parent / f"build-{os.getpid()}"
-    build.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            [go, "install", f"{TOXIPROXY_MODULE}@v{TOXIPROXY_VERSION}"],
-            env={**os.environ, "GOBIN": str(build)},
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise HarnessError(f"building Toxiproxy v{TOXIPROXY_VERSION} failed: {done.stderr[-2000:]}")
-        (build / "server").replace(binary)
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-    return binary
+    module = f"{TOXIPROXY_MODULE}@v{TOXIPROXY_VERSION}"
+    return built_once(toxiproxy_binary(), f"Toxiproxy v{TOXIPROXY_VERSION}", ["install", module])
 
 
 @dataclass(frozen=True)

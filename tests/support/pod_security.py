@@ -8,17 +8,15 @@ machine (about a minute) into the harness's cache, under a name that changes wit
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shared.localkafka import HarnessError
+from shared.localkafka.go_build import built_once
 from shared.localkafka.jars import CACHE_DIR
 
 SOURCE = Path(__file__).resolve().parent / "pod_security"
@@ -42,31 +40,9 @@ def pod_security_binary() -> Path:
 
 
 def install_pod_security() -> Path:
-    """Build the command unless this version is there; one build at a time across test workers."""
+    """Build the command unless this version is there."""
     binary = pod_security_binary()
-    if binary.exists():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise HarnessError("checking manifests against Pod Security needs Go (install golang)")
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    with (binary.parent / "pod-security.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.exists():  # another worker built it while this one waited
-            return binary
-        partial = binary.with_suffix(f".{os.getpid()}")
-        done = subprocess.run(
-            [go, "build", "-o", str(partial), "."],
-            cwd=SOURCE,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise HarnessError(f"building the Pod Security checker failed: {done.stderr[-2000:]}")
-        partial.replace(binary)
-    return binary
+    return built_once(binary, "the Pod Security checker", ["build", "."], cwd=SOURCE, output="pod-security")
 
 
 def judge_pods(pods: dict[str, dict[str, Any]], level: str = "restricted") -> dict[str, Verdict]:
