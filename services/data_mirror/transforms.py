@@ -47,7 +47,7 @@ def load_function(spec: TransformSpec) -> Callable[[MirrorRecord], object]:
     """The Python function a `strait.transforms.Python` transform names; ConfigError naming the key if it cannot be
     imported or is not callable."""
     assert spec.function is not None
-    key = f"{TRANSFORMS_KEY}.{spec.alias}.function"
+    key = spec.function_key or f"{TRANSFORMS_KEY}.{spec.alias}.function"
     module_name, _, name = spec.function.partition(":")
     try:
         module = importlib.import_module(module_name.strip())

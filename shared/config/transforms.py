@@ -74,6 +74,7 @@ class TransformSpec:
     value: bytes | None = None  # InsertHeader: `value.literal` as UTF-8, as Connect's string header converter writes it
     headers: tuple[str, ...] = ()  # DropHeaders
     function: str | None = None  # Python: `module:function`
+    function_key: str | None = None  # Python: the key that names it, as the file spells it (for errors)
 
 
 def transform_keys(props: Mapping[str, str]) -> dict[str, str]:
@@ -181,5 +182,5 @@ class _Reader:
             module, _, name = function.partition(":")
             if not module.strip() or not name.strip():
                 raise self.error(prefix + "function", "expected module:function, e.g. my_masks:mask_email")
-            return replace(spec, function=function.strip())
+            return replace(spec, function=function.strip(), function_key=self.name(prefix + "function"))
         return spec

@@ -259,7 +259,7 @@ PYTHON_TRANSFORM_NOT_IMPORTABLE = Case(
         "A->B.transforms.mask.type=strait.transforms.Python",
         "A->B.transforms.mask.function=no_such_masks:mask_email",
     ),
-    ("transforms.mask.function=no_such_masks:mask_email", "cannot be imported"),
+    ("A->B.transforms.mask.function=no_such_masks:mask_email", "cannot be imported"),
     services_only=True,
 )
 

@@ -60,8 +60,20 @@ def test_each_supported_transform_and_predicate_is_read_with_its_keys() -> None:
         TransformSpec(
             "keepOrders", "filter", PredicateSpec("orders", "topic_matches", r"A\.orders-[a-z]+"), negate=True
         ),
-        TransformSpec("mask", "python", function="my_masks:mask_email"),
+        TransformSpec("mask", "python", function="my_masks:mask_email", function_key="transforms.mask.function"),
     )
+
+
+def test_a_python_transform_set_on_a_flow_is_named_by_its_flow_key() -> None:
+    """A function that cannot be imported at start is then reported under the key the file has."""
+    (mask,) = chain(
+        {
+            "A->B.transforms": "mask",
+            "A->B.transforms.mask.type": "strait.transforms.Python",
+            "A->B.transforms.mask.function": "my_masks:mask_email",
+        }
+    )
+    assert mask.function_key == "A->B.transforms.mask.function"
 
 
 def test_flow_keys_override_top_level_keys_one_by_one_as_mm2_does() -> None:
