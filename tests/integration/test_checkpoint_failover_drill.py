@@ -141,18 +141,25 @@ def reprocessed(
     target: Mapping[str, str], remote: str, resume: Mapping[tuple[str, int], int], group: Group
 ) -> list[float]:
     """When the group had processed each record it reads again on the target from `resume`; fails if a copied
-    record below `resume` is one the group never processed (it would be skipped: lost to the group)."""
+    record between the group's first processed one and `resume` was never processed (skipped: lost to the group)."""
     copies = read_all_partitions(target, remote)
     assert sorted(copies) == list(range(PARTITIONS))
     consumed_from = {int(value.split(b":")[0]) for value in group.consumed}
     # Every partition the group consumed from has a checkpoint; a partition it never committed it reads from the
     # start, where it had processed nothing.
     assert {(remote, partition) for partition in consumed_from} <= set(resume), resume
+    # A group that started at the end (the paused one) never meant to read what came before its first record.
+    never = 1 << 62
+    first = {
+        partition: min((r.offset for r in records if (r.value or b"") in group.consumed), default=never)
+        for partition, records in copies.items()
+    }
     skipped = [
         record.value
         for partition, records in copies.items()
         for record in records
-        if record.offset < resume.get((remote, partition), 0) and (record.value or b"") not in group.consumed
+        if first[partition] <= record.offset < resume.get((remote, partition), 0)
+        and (record.value or b"") not in group.consumed
     ]
     assert skipped == [], f"records the group never processed lie below its resume point: {skipped[:5]}"
     return [
