@@ -41,7 +41,7 @@ class DriverService(Service):
         self.driver.request_stop()
         if self._running is not None:
             with contextlib.suppress(Exception):  # a failure was already recorded as this service's crash
-                await asyncio.shield(self._running)
+                await self._running
 
     def liveness(self) -> tuple[bool, dict[str, Any]]:
         alive, details = self.driver.liveness()

@@ -66,6 +66,10 @@ class TranslatorServer(Service):
         return {"host": self._settings.host, "port": self.port, "scheme": scheme}
 
     @property
+    def _address(self) -> str:
+        return f"{self._settings.host}:{self._settings.port}"
+
+    @property
     def port(self) -> int:
         """The bound port (the setting's, or the one picked for port 0 once serving)."""
         for server in getattr(self._server, "servers", []):
@@ -81,8 +85,7 @@ class TranslatorServer(Service):
             await asyncio.sleep(BIND_POLL_S)
         if not self._server.started:  # the port was not bound, or the app's startup failed: never "started"
             failure = self._serving.exception() if self._serving.done() else None
-            where = f"{self._settings.host}:{self._settings.port}"
-            raise failure or self.crashed or StraitError(f"the HTTP server on {where} did not start")
+            raise failure or self.crashed or StraitError(f"the HTTP server on {self._address} did not start")
         if self._feeds is not None:
             self.spawn(self._watch_feeds(self._feeds), "feeds")
 
@@ -90,11 +93,9 @@ class TranslatorServer(Service):
         try:
             await self._server.serve()
         except SystemExit as exc:  # uvicorn exits the process when it cannot bind or the app cannot start
-            where = f"{self._settings.host}:{self._settings.port}"
-            raise StraitError(f"the HTTP server on {where} could not start (see the line before)") from exc
+            raise StraitError(f"the HTTP server on {self._address} could not start (see the line before)") from exc
         if not self.stopping:
-            where = f"{self._settings.host}:{self._settings.port}"
-            raise StraitError(f"the HTTP server on {where} stopped or never started")
+            raise StraitError(f"the HTTP server on {self._address} stopped or never started")
 
     async def _watch_feeds(self, feeds: TranslatorService) -> None:
         """A crashed feed crashes the server (the index would go stale while answering)."""
