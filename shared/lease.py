@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import structlog
 
+from shared.events import wait_any
 from shared.kafka.lease_group import LeaseGroupMember
 from shared.retry import Backoff, retry_async
 
@@ -67,16 +68,7 @@ class ShardLease:
 
     async def wait_change(self, stop: asyncio.Event, timeout_s: float, *also: asyncio.Event) -> None:
         """Sleep up to `timeout_s`, waking early when `stop` or one of `also` is set or the owned shards change."""
-        events = (stop, self.changed, *also)
-        waiters = [asyncio.ensure_future(event.wait()) for event in events]
-        try:
-            await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-            for waiter in waiters:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiter
+        await wait_any((stop, self.changed, *also), timeout_s)
 
     def _set_owned(self, owned: set[int] | frozenset[int]) -> None:
         before, self.owned = self.owned, frozenset(owned)

@@ -20,6 +20,7 @@ from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 from shared.errors import StraitError
 
 T = TypeVar("T")
+K = TypeVar("K")
 OnFailure = Callable[[BaseException, float], None]  # (what failed, seconds until the next try)
 
 
@@ -127,3 +128,19 @@ def retry_blocking(
         reraise=True,
     )
     return retrying(attempt)
+
+
+async def retry_rounds(
+    round_: Callable[[list[K], bool], Awaitable[list[K]]], items: list[K], *, attempts: int, backoff: Backoff
+) -> list[K]:
+    """Run `round_(items, may_retry)` and again over the items it hands back (worth another try: a group whose
+    coordinator moved), at most `attempts` rounds, waiting `backoff` between; the last round is told it may not
+    retry, so it settles every item. Returns what was still handed back (empty when the last round settles all)."""
+    pending = items
+    for attempt in range(1, attempts + 1):
+        pending = await round_(pending, attempt < attempts)
+        if not pending:
+            break
+        if attempt < attempts:
+            await asyncio.sleep(backoff.delay(attempt))
+    return pending

@@ -136,25 +136,27 @@ class Service:
             self._crash(exc, "background_task_crashed", task=task.get_name())
 
     def every(self, interval_s: Interval, work: Callable[[], Awaitable[None]], name: str) -> asyncio.Task[None]:
-        """Run `work` now and then every `interval_s` (a number or a callable read each round).
+        """Run `work` now and then every `interval_s` in a background task of its own (see `periodically`)."""
+        return self.spawn(self.periodically(interval_s, work, name), name)
+
+    async def periodically(self, interval_s: Interval, work: Callable[[], Awaitable[None]], name: str) -> None:
+        """Run `work` now and then every `interval_s` (a number or a callable read after each round, counted from
+        the round's start) until stopping, in the caller's task: a unit whose stop lets its running round finish
+        runs its timers this way inside its main task.
 
         A retriable StraitError is logged and counted, and the next round tries again; anything else
-        crashes the service.
+        propagates (from a spawned task: crashes the service).
         """
-
-        async def loop() -> None:
-            while not self.stopping:
-                started = time.monotonic()
-                try:
-                    await work()
-                except StraitError as exc:
-                    if not exc.retriable:
-                        raise
-                    self.record_error(name, exc)
-                interval = interval_s() if callable(interval_s) else interval_s
-                await self.wait_stop(interval - (time.monotonic() - started))
-
-        return self.spawn(loop(), name)
+        while not self.stopping:
+            started = time.monotonic()
+            try:
+                await work()
+            except StraitError as exc:
+                if not exc.retriable:
+                    raise
+                self.record_error(name, exc)
+            interval = interval_s() if callable(interval_s) else interval_s
+            await self.wait_stop(interval - (time.monotonic() - started))
 
     def record_error(self, where: str, exc: BaseException) -> None:
         """Remember and log a recoverable error (status and metrics read `last_error`)."""

@@ -5,13 +5,14 @@ nothing is ever emitted behind it), then the offset-syncs topic is read to its e
 translation start. Both topics are followed afterwards, so checkpoints that other instances write are
 seen when a shard moves here.
 
-The groups' committed offsets come from the source's `__consumer_offsets`, followed as a stream (commit_stream.py):
-a commit is checkpointed within `strait.checkpoints.coalesce.ms`, and every `emit.checkpoints.interval.seconds` the
-groups not yet translated exactly are translated again (new offset syncs can make an idle group's checkpoint exact;
-nothing can change an exact one until the group commits). Where that topic
-cannot be read, checkpoint polls every group's offsets each interval, as MM2 does (`strait.checkpoints.source`:
-auto falls back with a warning, stream insists, poll never streams). Groups are split over instances by a
-ShardLease: by `stable_shard` when polling, by their `__consumer_offsets` partition when streaming.
+In MM2's shape: the group feed (group_feed.py) owns where committed offsets come from and which groups changed;
+the checkpointer (checkpointer.py) decides, without I/O, what each group's checkpoints are; this unit reads,
+decides and writes in rounds timed by the lifecycle's periodic helper. A full round runs every
+`emit.checkpoints.interval.seconds` (new offset syncs can make an idle group's checkpoint exact; nothing can change
+an exact one until the group commits); a streamed commit is checkpointed within `strait.checkpoints.coalesce.ms`
+by a changed round; group offsets are synced every `sync.group.offsets.interval.seconds`. Rounds take turns, never
+overlap, and a stop lets the running one finish. Groups are split over instances by a ShardLease: by `stable_shard`
+when polling, by their `__consumer_offsets` partition when streaming.
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ import time
 from collections.abc import Awaitable, Sequence
 
 from services.checkpoint.checkpoint_table import CheckpointTable
-from services.checkpoint.commit_stream import CONSUMER_OFFSETS_TOPIC, StreamedSourceGroups
+from services.checkpoint.checkpointer import Checkpointer, RoundPlan
+from services.checkpoint.group_feed import FOLLOW_OPERATION, GroupFeed, GroupSource
 from services.checkpoint.metrics import CheckpointMetrics
 from services.checkpoint.offset_syncer import GroupOffsetSyncer
 from services.checkpoint.rules import CheckpointRules
 from services.checkpoint.settings import CheckpointSettings
-from services.checkpoint.source_groups import SourceGroups
 from services.checkpoint.status import CheckpointStatus
 from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
 from shared.control.status_reporter import State
-from shared.errors import AuthorizationError, StraitError
+from shared.errors import StraitError
 from shared.filters import DefaultGroupFilter
 from shared.flow_topics import FlowTopics, offset_syncs_place
 from shared.flow_unit import FlowUnit
@@ -47,8 +48,9 @@ from shared.records import Checkpoint
 from shared.records.reading import decoded
 
 SERVICE = "checkpoint"
-GroupSource = SourceGroups | StreamedSourceGroups
 MIN_ROUND_GAP_S = 0.05  # changed rounds never run back to back, even with a coalescing window of 0
+INPUTS_CHECK_S = 0.5  # how often the inputs (stream, offset syncs, owned shards) are looked at; sooner on a lease move
+NOT_READY_RETRY_S = 0.5  # a round that found nothing to translate yet looks again this soon
 YIELD_EVERY_GROUPS = 50  # a round hands the event loop back this often (50 groups x 10 partitions: ~15 ms)
 YIELD_EVERY_CHECKPOINTS = 2000
 
@@ -84,20 +86,27 @@ class FlowCheckpointer(FlowUnit):
         self.offset_syncs_topic, self._syncs_props = syncs.topic, syncs.consumer_props(flow)
         self.store: OffsetSyncStore | None = None
         self.table = CheckpointTable(self._group_filter.should_replicate_group)
-        self._rules = CheckpointRules(
+        rules = CheckpointRules(
             flow.source, flow.target, topics.policy, topics.topic_filter, self._translate, self._is_exact
         )
+        self._checkpointer = Checkpointer(rules, self.table.for_group)
         self._replication_factor = replication_factor
         self._timeout_s = self._settings.admin_timeout_ms / 1000
         self._target_admin: TopicAdmin | None = None
-        self._source_admin: TopicAdmin | None = None
         self.status = CheckpointStatus(self, settings.instance_id, publisher)
         self._checkpoints_follower = TopicFollower(
             flow.target_consumer_props(), self.checkpoints_topic, self.table.handle_records
         )
-        self._source: GroupSource | None = None
-        self._stream_task: asyncio.Task[None] | None = None
-        self._stream_probe_at: float | None = None  # when to look for `__consumer_offsets` again (not there yet)
+        self.feed = GroupFeed(
+            flow,
+            self._group_filter,
+            lease,
+            timeout_s=self._timeout_s,
+            spawn=self.spawn,
+            log=self.log,
+            count_records=lambda kind, count: metrics.streamed_records.labels(flow.name, kind).inc(count),
+        )
+        self._rounds = asyncio.Lock()  # rounds take turns: each reads and updates the checkpoint table
         self._writer: LoopRecordWriter | None = None
         self.syncer: GroupOffsetSyncer | None = None
         self.relevant_groups: list[str] = []
@@ -107,6 +116,8 @@ class FlowCheckpointer(FlowUnit):
         self.last_round_ms: float | None = None
         self._sync_rewinds_seen = 0
         self._errors: dict[str, str] = {}
+        self._full_round_ran = False
+        self._sync_round_ran = False
 
     @property
     def ready(self) -> bool:
@@ -121,12 +132,17 @@ class FlowCheckpointer(FlowUnit):
     @property
     def group_source(self) -> GroupSource | None:
         """Where the groups' committed offsets come from (None until open)."""
-        return self._source
+        return self.feed.source
 
     @property
     def streaming(self) -> bool:
         """Group offsets come from the source's `__consumer_offsets` stream (else from polling)."""
-        return isinstance(self._source, StreamedSourceGroups)
+        return self.feed.streaming
+
+    @property
+    def active(self) -> bool:
+        """Rounds may run: both topics read to their ends, shards owned, and the group feed caught up."""
+        return self.translating and bool(self.lease.owned) and self.feed.ready
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -146,7 +162,7 @@ class FlowCheckpointer(FlowUnit):
             replication_factor=self._replication_factor,
         )
         await self.lease.start()
-        self._source = await self._open_source()
+        await self.feed.open()
         self._writer = LoopRecordWriter(self.flow.target, self.flow.target_producer_props())
         if self._settings.sync_group_offsets_enabled:
             self.syncer = GroupOffsetSyncer(
@@ -165,140 +181,78 @@ class FlowCheckpointer(FlowUnit):
         )
 
     async def run_opened(self) -> None:
-        """Translate and emit while this instance owns shards, until stopping; a follower's crash stops it."""
+        """Follow the inputs and run the rounds until stopping, all in the unit's main task (a stop lets the
+        running round finish); a follower's crash stops the unit."""
         self.spawn(self._checkpoints_follower.run(), "checkpoints")
-        next_emit = next_sync = next_changed = 0.0
-        coalesce_s = self._settings.checkpoints_coalesce_ms / 1000
+        timers = [
+            self.periodically(self._full_round_interval, self._full_round, "checkpoint-rounds"),
+            self._changed_rounds(),
+            self._follow_inputs(),
+        ]
+        if self.syncer is not None:
+            timers.append(self.periodically(self._sync_round_interval, self._sync_round, "group-offset-sync"))
+        await asyncio.gather(*timers)
+
+    async def _follow_inputs(self) -> None:
+        """Start reading offset syncs once the checkpoints are read; keep the group feed on the owned shards."""
         owned: frozenset[int] = frozenset()
         while not self.stopping:
-            error_before = self.last_error
             if self.store is None and self._checkpoints_follower.caught_up:
                 self._start_reading_syncs()
-            await self._check_stream()
-            source = self._source
+            await self._noted(FOLLOW_OPERATION, await self.feed.check())
             if self.lease.owned != owned:
                 owned = self.lease.owned
-                if isinstance(source, SourceGroups):
-                    source.refresh_soon()  # newly owned groups are only found by a full listing
+                self.feed.lease_moved()
                 self._metrics.owned_shards.labels(self.flow.name).set(len(owned))
-            if isinstance(source, StreamedSourceGroups):
-                source.follow_owned()
-            # A stream read halfway holds older commits: checkpoints wait until it caught up, never going back.
-            stream = source if isinstance(source, StreamedSourceGroups) else None
-            active = self.translating and bool(owned) and (stream is None or stream.caught_up)
-            if active and time.monotonic() >= next_emit:
-                started = time.monotonic()
+            self.feed.follow_owned()
+            await self.wait_round(INPUTS_CHECK_S, lease_moved=self.lease.owned != owned)
+
+    def _full_round_interval(self) -> float:
+        return self._settings.emit_checkpoints_interval_s if self._full_round_ran else NOT_READY_RETRY_S
+
+    async def _full_round(self) -> None:
+        """Every group not translated for good; until rounds may run, nothing (looked at again soon)."""
+        self._full_round_ran = self.active
+        if self._full_round_ran:
+            async with self._rounds:
                 await self._guarded("checkpoint round", self._emit_round())
-                next_emit = started + self._settings.emit_checkpoints_interval_s
-            elif (
-                active
-                and stream is not None
-                and (stream.changed.is_set() or stream.settling)
-                and (time.monotonic() >= next_changed)
-            ):
-                started = time.monotonic()
+
+    async def _changed_rounds(self) -> None:
+        """The groups that committed, gathered for the coalescing window, while the feed streams."""
+        gap_s = max(self._settings.checkpoints_coalesce_ms / 1000, MIN_ROUND_GAP_S)
+        next_round = 0.0
+        while not self.stopping:
+            if not await self.feed.wait_changes(self._stop_requested, INPUTS_CHECK_S):
+                continue
+            if not self.active:
+                await self.wait_stop(NOT_READY_RETRY_S)
+                continue
+            if await self.wait_stop(next_round - time.monotonic()):
+                return
+            started = time.monotonic()
+            async with self._rounds:
                 await self._guarded("checkpoint round", self._emit_round(changed_only=True))
-                next_changed = started + max(coalesce_s, MIN_ROUND_GAP_S)
-            if active and self.syncer is not None and time.monotonic() >= next_sync:
-                started = time.monotonic()
-                await self._guarded("group offset sync", self._sync_round())
-                next_sync = started + self._settings.sync_group_offsets_interval_s
-            if self.last_error != error_before:
-                await self.publish_status()  # failing or recovered: say so now
-            wake = [time.monotonic() + self._status_interval_s]
-            commits: asyncio.Event | None = None
-            if active:
-                wake.append(next_emit)
-                if self.syncer is not None:
-                    wake.append(next_sync)
-                if stream is not None:
-                    if stream.changed.is_set() or stream.settling:
-                        wake.append(next_changed)  # gather a group's commits for the coalescing window
-                    else:
-                        commits = stream.changed
-            else:
-                wake.append(time.monotonic() + 0.5)  # until the topics are read: look again soon
-            await self.wait_round(min(wake) - time.monotonic(), lease_moved=self.lease.owned != owned, also=commits)
+            next_round = started + gap_s
 
-    # -- where group offsets come from ----------------------------------------------------------
-    async def _open_source(self) -> GroupSource:
-        """The commit stream unless the flow says poll or the source's `__consumer_offsets` cannot be read."""
-        mode = self._settings.checkpoints_source
-        if mode != "poll":
-            partitions = await self._consumer_offsets_partitions()
-            if partitions is not None:
-                return self._streamed_source(partitions)
-        return self._polling_source()
+    def _sync_round_interval(self) -> float:
+        return self._settings.sync_group_offsets_interval_s if self._sync_round_ran else NOT_READY_RETRY_S
 
-    async def _consumer_offsets_partitions(self) -> int | None:
-        """The partition count of the source's `__consumer_offsets`; None to poll instead (said in the log)."""
-        if self._source_admin is None:
-            self._source_admin = TopicAdmin(self.flow.source, self.flow.source_admin_props(), timeout_s=self._timeout_s)
-        try:
-            partitions = await asyncio.to_thread(self._source_admin.partition_count, CONSUMER_OFFSETS_TOPIC)
-        except AuthorizationError as exc:
-            if self._settings.checkpoints_source == "stream":
-                raise  # the flow fails to open, saying what is not allowed, until it is
-            self._warn_polling(exc, "DESCRIBE")
-            return None
-        if partitions is None:  # no group ever committed on the source: nothing to stream yet
-            self.log.info("consumer_offsets_missing_polling_until_it_exists", cluster=self.flow.source)
-            self._stream_probe_at = time.monotonic() + max(1, self._settings.refresh_groups_interval_s)
-        else:
-            self._stream_probe_at = None
-        return partitions
+    async def _sync_round(self) -> None:
+        """Move idle target groups to their checkpoints (`sync.group.offsets.enabled`), once rounds may run."""
+        assert self.syncer is not None
+        self._sync_round_ran = self.active
+        if not self._sync_round_ran:
+            return
+        groups = [group for group in self.relevant_groups if self.table.for_group(group)]
+        async with self._rounds:
+            await self._guarded("group offset sync", self._sync_groups(self.syncer, groups))
 
-    def _polling_source(self) -> SourceGroups:
-        """MM2's way: list the groups and fetch their offsets every round (groups sharded by `stable_shard`)."""
-        return SourceGroups(self.flow, self._group_filter, self.lease.owns, timeout_s=self._timeout_s)
-
-    def _streamed_source(self, partitions: int) -> StreamedSourceGroups:
-        source = StreamedSourceGroups(
-            self.flow,
-            self._group_filter.should_replicate_group,
-            partitions,
-            lambda: self.lease.owned,
-            self.lease.shards,
-            count_records=lambda kind, count: self._metrics.streamed_records.labels(self.flow.name, kind).inc(count),
-        )
-        self.log.info("checkpoint_source", source="stream", topic=CONSUMER_OFFSETS_TOPIC, partitions=partitions)
-        return source
-
-    async def _check_stream(self) -> None:
-        """Start the stream's follower; fall back to polling when reading is refused (auto); start streaming once
-        `__consumer_offsets` exists; report the stream's failures as the flow's."""
-        source = self._source
-        if isinstance(source, StreamedSourceGroups):
-            if self._stream_task is None:
-                self._stream_task = self.spawn(source.follower.run(), "consumer-offsets")
-            error = source.follower.last_error
-            if isinstance(error, AuthorizationError) and self._settings.checkpoints_source == "auto":
-                self._stream_task.cancel()
-                self._stream_task = None
-                self._warn_polling(error, "READ")
-                self._source = self._polling_source()
-                self._note_errors(f"follow {CONSUMER_OFFSETS_TOPIC}", [])
-            else:
-                self._note_errors(f"follow {CONSUMER_OFFSETS_TOPIC}", [error] if error is not None else [])
-        elif self._stream_probe_at is not None and time.monotonic() >= self._stream_probe_at:
-            partitions = await self._consumer_offsets_partitions()
-            if partitions is not None and isinstance(source, SourceGroups):
-                await source.close()
-                self._source = self._streamed_source(partitions)
-
-    def _warn_polling(self, error: StraitError, permission: str) -> None:
-        self.log.warning(
-            "checkpoint_polling_group_offsets",
-            reason=f"cannot read {CONSUMER_OFFSETS_TOPIC} on cluster {self.flow.source}: streamed checkpoints need "
-            f"DESCRIBE and READ on topic {CONSUMER_OFFSETS_TOPIC}; missing: {permission}",
-            error=str(error),
-            interval_s=self._settings.emit_checkpoints_interval_s,
-        )
+    async def _sync_groups(self, syncer: GroupOffsetSyncer, groups: list[str]) -> None:
+        await self._noted("sync group offsets", await syncer.run_round(groups))
 
     async def release(self) -> None:
         """Stop reading group offsets, flush what is written (the followers were cancelled with the unit's tasks)."""
-        if self._source is not None:
-            await self._source.close()
+        await self.feed.close()
         if self.syncer is not None:
             await self.syncer.close()
         if self._writer is not None:
@@ -341,53 +295,33 @@ class FlowCheckpointer(FlowUnit):
     async def _emit_round(self, *, changed_only: bool = False) -> None:
         """Translate the groups' offsets and write the checkpoints that moved: every group (a full round), or only
         the groups that committed since the last round (streamed)."""
-        source = self._source
-        assert source is not None
         started = time.monotonic()
-        streamed = source if isinstance(source, StreamedSourceGroups) else None
-        if streamed is not None and self.store is not None and self.store.rewinds != self._sync_rewinds_seen:
+        rewound = self.store is not None and self.store.rewinds != self._sync_rewinds_seen
+        if rewound:
+            assert self.store is not None
             self._sync_rewinds_seen = self.store.rewinds
-            streamed.translate_all_again()
         offsets: dict[str, GroupOffsets]
         if changed_only:
-            assert streamed is not None
-            offsets = streamed.read_changed()
+            offsets = self.feed.read_changed(offset_syncs_rewound=rewound)
         else:
-            offsets, failures = await source.read()
-            self._note_errors("read group offsets", list(failures.values()))
-            if streamed is not None:
-                streamed.read_changed()  # this round covers them
+            offsets, failures = await self.feed.read_all(offset_syncs_rewound=rewound)
+            await self._noted("read group offsets", list(failures.values()))
         read_ms = time.time() * 1000
-        new = []
-        misses = 0
-        relevant = []
-        unsettled = []  # groups whose translation later offset syncs may still improve
-        final: dict[str, bool] = {}  # groups whose checkpoints no later offset sync changes (group -> relevant)
+        plan = RoundPlan()
         for count, (group, group_offsets) in enumerate(offsets.items(), start=1):
             if count % YIELD_EVERY_GROUPS == 0:
                 await asyncio.sleep(0)
-            if not self._rules.relevant(group_offsets):
-                final[group] = False
-                continue
-            relevant.append(group)
-            outcome = self._rules.for_group(group, group_offsets, self.table.for_group(group))
-            new.extend(outcome.checkpoints)
-            misses += outcome.misses
-            if outcome.misses or outcome.inexact:
-                unsettled.append(group)
-            else:
-                final[group] = True
-        if streamed is not None:
-            streamed.keep_settling(unsettled)
-            if not changed_only:
-                relevant.extend(streamed.relevant_translated_for_good())
+            self._checkpointer.add(plan, group, group_offsets)
+        relevant = plan.relevant
         if not changed_only:
-            self.relevant_groups = source.relevant = relevant
+            relevant.extend(self.feed.left_out_relevant())
+            self.relevant_groups = relevant
+            self.feed.set_relevant(relevant)
         translated = time.monotonic()
+        new, misses = plan.checkpoints, plan.misses
         if new:
-            await self._write(new, read_ms, source, changed_only=changed_only)
-        if streamed is not None:
-            streamed.translated_for_good(final)  # written: full rounds can leave them out until they commit
+            await self._write(new, read_ms, changed_only=changed_only)
+        self.feed.translated(plan.unsettled, plan.final)  # written: full rounds can leave `final` out until it commits
         self.checkpoints_written += len(new)
         self.misses += misses
         name = self.flow.name
@@ -410,7 +344,7 @@ class FlowCheckpointer(FlowUnit):
             write_ms=round((time.monotonic() - translated) * 1000, 1),
         )
 
-    async def _write(self, new: list[Checkpoint], read_ms: float, source: GroupSource, *, changed_only: bool) -> None:
+    async def _write(self, new: list[Checkpoint], read_ms: float, *, changed_only: bool) -> None:
         """Write `new` and remember each as its group's last checkpoint, handing the loop back every
         `YIELD_EVERY_CHECKPOINTS` (a first round over 10,000 groups writes 100,000 of them)."""
         assert self._writer is not None
@@ -426,7 +360,7 @@ class FlowCheckpointer(FlowUnit):
             self.table.not_writing(records)
             raise
         acked_ms = time.time() * 1000
-        committed_ms = source.table.last_commit_ms if isinstance(source, StreamedSourceGroups) else {}
+        committed_ms = self.feed.last_commit_ms()
         latency = self._metrics.latency_ms.labels(self.flow.name)
         commit_latency = self._metrics.commit_latency_ms.labels(self.flow.name)
         mm2_latencies = self._metrics.mm2_latencies
@@ -444,20 +378,22 @@ class FlowCheckpointer(FlowUnit):
             if count % YIELD_EVERY_CHECKPOINTS == 0:
                 await asyncio.sleep(0)
 
-    async def _sync_round(self) -> None:
-        assert self.syncer is not None
-        groups = [group for group in self.relevant_groups if self.table.for_group(group)]
-        self._note_errors("sync group offsets", await self.syncer.run_round(groups))
-
     # -- errors and waiting ----------------------------------------------------------------------
     async def _guarded(self, operation: str, work: Awaitable[None]) -> None:
         """Run one round; a StraitError fails the round and is noted like any other failure."""
         try:
             await work
         except StraitError as exc:
-            self._note_errors(operation, [exc])
+            await self._noted(operation, [exc])
         else:
-            self._note_errors(operation, [])
+            await self._noted(operation, [])
+
+    async def _noted(self, operation: str, errors: Sequence[BaseException]) -> None:
+        """Note `operation`'s failures; when the flow starts failing or recovers, publish its status now."""
+        before = self.last_error
+        self._note_errors(operation, errors)
+        if self.last_error != before:
+            await self.publish_status()
 
     def _note_errors(self, operation: str, errors: Sequence[BaseException]) -> None:
         """Count failures; log when an operation starts failing differently or recovers, never per group."""

@@ -26,6 +26,7 @@ from shared.kafka.cluster_errors import cluster_error
 from shared.kafka.factories import aio_admin
 from shared.kafka.group_offsets import CommittedOffset, GroupBusyError, GroupOffsets
 from shared.kafka.group_protocol import FetchGroupOffsets, FindGroupCoordinators
+from shared.retry import Backoff, retry_rounds
 
 # Answers that mean "ask the coordinator again".
 _STALE_COORDINATOR = frozenset(
@@ -43,7 +44,7 @@ _GROUP_BUSY = frozenset(
     }
 )
 _ATTEMPTS = 3
-_RETRY_S = 0.5
+_COORDINATOR_MOVED = Backoff(0.5)  # the wait before asking a moved group coordinator again
 
 
 class UnsupportedBatching(Exception):
@@ -78,12 +79,11 @@ class GroupOffsetsClient:
         """
         offsets: dict[str, GroupOffsets] = {}
         errors: dict[str, KafkaOperationError] = {}
-        pending = list(dict.fromkeys(groups))
-        for attempt in range(_ATTEMPTS):
-            pending = await self._fetch_round(pending, offsets, errors, retry=attempt < _ATTEMPTS - 1)
-            if not pending:
-                break
-            await asyncio.sleep(_RETRY_S)
+
+        async def fetch_round(pending: list[str], retry: bool) -> list[str]:
+            return await self._fetch_round(pending, offsets, errors, retry=retry)
+
+        await retry_rounds(fetch_round, list(dict.fromkeys(groups)), attempts=_ATTEMPTS, backoff=_COORDINATOR_MOVED)
         return offsets, errors
 
     async def commit_offsets(
@@ -91,27 +91,27 @@ class GroupOffsetsClient:
     ) -> dict[str, KafkaOperationError]:
         """Commit offsets for each group from outside it; per-group errors (GroupBusyError: it has members)."""
         errors: dict[str, KafkaOperationError] = {}
-        pending = [group for group, offsets in changes.items() if offsets]
-        for attempt in range(_ATTEMPTS):
-            retry = attempt < _ATTEMPTS - 1
+
+        async def commit_round(pending: list[str], retry: bool) -> list[str]:
             await self._find_coordinators([g for g in pending if g not in self._coordinators], errors)
             ready = [g for g in pending if g in self._coordinators]
             answers = await asyncio.gather(*(self._commit(group, changes[group]) for group in ready))
-            pending = []
+            again = []
             for group, code in zip(ready, answers, strict=True):
                 if isinstance(code, KafkaOperationError):
                     errors[group] = code
                 elif code in _STALE_COORDINATOR and retry:
                     self._coordinators.pop(group, None)
-                    pending.append(group)
+                    again.append(group)
                 elif code in _GROUP_BUSY:
                     message = f"cluster {self.cluster}: group {group} has active members (error code {code})"
                     errors[group] = GroupBusyError(message, operation="commit group offsets")
                 elif code:
                     errors[group] = self._error(code, "commit group offsets", group)
-            if not pending:
-                break
-            await asyncio.sleep(_RETRY_S)
+            return again
+
+        pending = [group for group, offsets in changes.items() if offsets]
+        await retry_rounds(commit_round, pending, attempts=_ATTEMPTS, backoff=_COORDINATOR_MOVED)
         return errors
 
     async def _commit(

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from shared.errors import ConfigError, KafkaOperationError
-from shared.retry import Backoff, retry_async, retry_blocking
+from shared.retry import Backoff, retry_async, retry_blocking, retry_rounds
 
 
 def unreachable() -> KafkaOperationError:
@@ -107,3 +107,32 @@ async def test_a_cancellation_is_never_retried() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
+
+
+async def test_rounds_ask_again_only_for_what_is_handed_back_and_the_last_round_may_not_retry() -> None:
+    seen: list[tuple[list[str], bool]] = []
+
+    async def round_(items: list[str], may_retry: bool) -> list[str]:
+        seen.append((items, may_retry))
+        return [item for item in items if item.startswith("moved")] if may_retry else []
+
+    left = await retry_rounds(round_, ["a", "moved-1", "moved-2"], attempts=3, backoff=Backoff(0.01))
+
+    assert left == []
+    assert seen == [
+        (["a", "moved-1", "moved-2"], True),
+        (["moved-1", "moved-2"], True),
+        (["moved-1", "moved-2"], False),
+    ]
+
+
+async def test_rounds_stop_as_soon_as_nothing_is_handed_back() -> None:
+    calls = 0
+
+    async def round_(items: list[str], may_retry: bool) -> list[str]:
+        nonlocal calls
+        calls += 1
+        return []
+
+    assert await retry_rounds(round_, ["a"], attempts=5, backoff=Backoff(10.0)) == []
+    assert calls == 1
