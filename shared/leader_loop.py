@@ -23,6 +23,7 @@ from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
+from shared.error_state import FlowHealth
 from shared.errors import AuthorizationError, ConfigError, KafkaOperationError, StraitError
 from shared.flow_topics import FlowTopics
 from shared.flow_unit import FlowUnit
@@ -131,7 +132,7 @@ class LeaderLoop(FlowUnit):
             [publisher], service=service, instance_id=instance_id, flow=flow.name, snapshot=self._snapshot
         )
         self.is_leader = False
-        self._active_errors: set[str] = set()
+        self._health = FlowHealth(self.log, "sync_failed", "sync_recovered")
         self._last_success_ts: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -194,28 +195,13 @@ class LeaderLoop(FlowUnit):
 
     def _note(self, errors: Sequence[StraitError]) -> None:
         """Count every failure; log only new ones; a clean round clears the status error."""
-        messages = {str(exc) for exc in errors}
         for exc in errors:
             self._count(exc)
-            if str(exc) not in self._active_errors:
-                self.log.warning(
-                    "sync_failed",
-                    error=str(exc),
-                    error_type=type(exc).__name__,
-                    kind=error_kind(exc),
-                    operation=getattr(exc, "operation", None),
-                    resource=getattr(exc, "resource", None),
-                    retry_s=self._job.interval_s(),
-                )
-        if errors:
-            self.last_error = str(errors[-1])
-        else:
-            if self._active_errors:
-                self.log.info("sync_recovered")
-            self.last_error = None
+        self._health.note("round", errors, _described, retry_s=self._job.interval_s())
+        self.last_error = self._health.last_error
+        if not errors:
             self._last_success_ts = int(time.time() * 1000)
             self._metrics.last_success.labels(self.flow.name).set(time.time())
-        self._active_errors = messages
 
     # -- status ----------------------------------------------------------------------------------
     def _snapshot(self) -> tuple[State, str | None, dict[str, Any]]:
@@ -233,3 +219,12 @@ class LeaderLoop(FlowUnit):
     async def publish_status(self, state: State | None = None) -> None:
         """Publish now (best effort: status must not stop the sync)."""
         await self._reporter.publish(state)
+
+
+def _described(exc: BaseException) -> dict[str, Any]:
+    """What a failed round's log line says of the failure beside its message."""
+    return {
+        "kind": error_kind(exc),
+        "operation": getattr(exc, "operation", None),
+        "resource": getattr(exc, "resource", None),
+    }

@@ -33,6 +33,7 @@ from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
 from shared.control.status_reporter import State
+from shared.error_state import FlowHealth
 from shared.errors import StraitError
 from shared.filters import DefaultGroupFilter
 from shared.flow_topics import FlowTopics, offset_syncs_place
@@ -115,7 +116,7 @@ class FlowCheckpointer(FlowUnit):
         self.invalid_syncs = 0
         self.last_round_ms: float | None = None
         self._sync_rewinds_seen = 0
-        self._errors: dict[str, str] = {}
+        self.health = FlowHealth(self.log, "operation_failed", "recovered")
         self._full_round_ran = False
         self._sync_round_ran = False
 
@@ -389,23 +390,11 @@ class FlowCheckpointer(FlowUnit):
             await self._noted(operation, [])
 
     async def _noted(self, operation: str, errors: Sequence[BaseException]) -> None:
-        """Note `operation`'s failures; when the flow starts failing or recovers, publish its status now."""
-        before = self.last_error
-        self._note_errors(operation, errors)
-        if self.last_error != before:
-            await self.publish_status()
-
-    def _note_errors(self, operation: str, errors: Sequence[BaseException]) -> None:
-        """Count failures; log when an operation starts failing differently or recovers, never per group."""
-        previous = self._errors.get(operation)
-        if not errors:
-            if previous is not None:
-                del self._errors[operation]
-                self.log.info("recovered", operation=operation)
-        else:
+        """Count `operation`'s failures and note them in the flow's health; when the flow starts failing or
+        recovers, publish its status now."""
+        if errors:
             self._metrics.errors.labels(self.flow.name, operation).inc(len(errors))
-            first = str(errors[0])
-            if first != previous:
-                self.log.warning("operation_failed", operation=operation, error=first, failures=len(errors))
-            self._errors[operation] = first
-        self.last_error = next(iter(self._errors.values()), None)
+        changed = self.health.note(operation, errors)
+        self.last_error = self.health.last_error
+        if changed:
+            await self.publish_status()
