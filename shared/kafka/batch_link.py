@@ -218,15 +218,27 @@ class BatchFetcher:
             made = self._lane_clients[lane] = asyncio.ensure_future(self._bootstrap_lane_client())
         return await asyncio.shield(made)
 
-    async def _bootstrap_lane_client(self) -> AIOKafkaClient:
+    async def _bootstrap_lane_client(self, nodes: Sequence[int] = ()) -> AIOKafkaClient:
+        """A lane's own client, bootstrapped and connected to `nodes` (each connection is a round trip or two)."""
         assert self._new_lane_client is not None
         client = self._new_lane_client()
         try:
             await client.bootstrap()
+            await asyncio.gather(*(client.ready(node) for node in nodes))  # False on failure: the fetch connects
         except BaseException:
             await client.close()
             raise
         return client
+
+    def _open_lanes(self, node: int) -> None:
+        """Open `node`'s lanes past the first in the background as soon as its round trip is known: a lane's own
+        client costs several round trips (bootstrap, metadata, a connection to the leader), which its first fetch
+        would otherwise wait, while the first lane already copies (at 150 ms: 0.7 s of a lane's time)."""
+        if self._new_lane_client is None:
+            return
+        for lane in range(1, self.lanes(node)):
+            if lane not in self._lane_clients:
+                self._lane_clients[lane] = asyncio.ensure_future(self._bootstrap_lane_client((node,)))
 
     def lanes(self, node: int) -> int:
         """How many fetches go to `node` at once: 1 near, one more per NEAR_ROUND_TRIP_S of round trip (at most
@@ -257,6 +269,7 @@ class BatchFetcher:
             pass
         if shortest is not None:
             self.round_trips[node] = shortest
+            self._open_lanes(node)
         else:
             self._measuring.pop(node, None)
 

@@ -58,9 +58,14 @@ class _Client:
     def __init__(self) -> None:
         self.fetched: list[int] = []
         self.bootstrapped = self.closed = False
+        self.connected: list[int] = []
 
     async def bootstrap(self) -> None:
         self.bootstrapped = True
+
+    async def ready(self, node: int) -> bool:
+        self.connected.append(node)
+        return True
 
     async def send(self, node: int, request: Any) -> Any:
         if isinstance(request, ApiVersionRequest):
@@ -88,4 +93,42 @@ async def test_each_lane_past_the_first_fetches_over_a_client_of_its_own() -> No
     assert [(client.bootstrapped, client.fetched) for client in made] == [(True, [7, 7]), (True, [7])]
     await fetcher.close()
     assert main.closed
+    assert all(client.closed for client in made)
+
+
+class _DistantClient(_Client):
+    """A client whose broker answers ApiVersions after `round_trip_s` (and every Fetch with nothing)."""
+
+    def __init__(self, round_trip_s: float) -> None:
+        super().__init__()
+        self.round_trip_s = round_trip_s
+
+    async def send(self, node: int, request: Any) -> Any:
+        if isinstance(request, ApiVersionRequest):
+            await asyncio.sleep(self.round_trip_s)
+            return object()
+        return await super().send(node, request)
+
+
+@pytest.mark.asyncio
+async def test_a_distant_leaders_lanes_connect_as_soon_as_its_round_trip_is_known_not_at_their_first_fetch() -> None:
+    main, made = _DistantClient(0.12), []
+
+    def lane_client() -> _Client:
+        made.append(_Client())
+        return made[-1]
+
+    fetcher = BatchFetcher(main, max_wait_ms=100, max_bytes=1 << 20, partition_max_bytes=None, lane_client=lane_client)
+    assert fetcher.lanes(7) == 1  # starts measuring
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if len(made) == 2 and all(client.connected for client in made):
+            break
+    assert fetcher.lanes(7) == 3
+    assert [(client.bootstrapped, client.connected, client.fetched) for client in made] == [(True, [7], [])] * 2
+    await fetcher.fetch(7, {("orders", 1): 0}, lane=1)
+    await fetcher.fetch(7, {("orders", 2): 0}, lane=2)
+    assert len(made) == 2  # the lanes fetch over the clients already connected
+    assert [client.fetched for client in made] == [[7], [7]]
+    await fetcher.close()
     assert all(client.closed for client in made)
