@@ -59,6 +59,16 @@ class FlowTopics:
         return self.policy.format_remote_topic(self.source, topic)
 
     @property
+    def checkpoints_topic(self) -> str:
+        """`<source>.checkpoints.internal`, on the target: the flow's checkpoints (MM2's name and bytes)."""
+        return self.policy.checkpoints_topic(self.source)
+
+    @property
+    def heartbeats_topic(self) -> str:
+        """`heartbeats`: where the flow's heartbeats are emitted, on its target (MM2's name)."""
+        return self.policy.heartbeats_topic()
+
+    @property
     def remote_heartbeats_topic(self) -> str:
         """The source's heartbeats as mirrored into the target (`A.heartbeats`): what tells the flow is alive."""
         return self.remote_topic(self.policy.heartbeats_topic())

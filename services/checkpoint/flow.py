@@ -82,7 +82,7 @@ class FlowCheckpointer(FlowUnit):
         self._settings = flow.settings
         self._metrics = metrics
         self._group_filter = DefaultGroupFilter(self._settings.groups, self._settings.groups_exclude)
-        self.checkpoints_topic = topics.policy.checkpoints_topic(flow.source)
+        self.checkpoints_topic = topics.checkpoints_topic
         syncs = offset_syncs_place(flow)
         self.offset_syncs_topic, self._syncs_props = syncs.topic, syncs.consumer_props(flow)
         self.store: OffsetSyncStore | None = None

@@ -34,7 +34,7 @@ def offsets_from_checkpoints(flow: FlowConfig, group: str) -> dict[str, Any]:
 
     The same answer, in the same shape, as the translator's `/v1/flows/{source}/{target}/offsets`.
     """
-    topic = FlowTopics.for_flow(flow).policy.checkpoints_topic(flow.source)
+    topic = FlowTopics.for_flow(flow).checkpoints_topic
     latest: dict[tuple[str, int], tuple[Checkpoint, int]] = {}
     with quiet_client_logs():
         records = read_to_end(flow.target_consumer_props(), topic, timeout_s=60)

@@ -23,7 +23,7 @@ class HeartbeatEmitter:
     def __init__(self, pair: FlowConfig, metrics: HeartbeatMetrics) -> None:
         self.pair = pair
         self.cluster = pair.target
-        self.topic = FlowTopics.for_flow(pair).policy.heartbeats_topic()
+        self.topic = FlowTopics.for_flow(pair).heartbeats_topic
         self.interval_s = float(pair.settings.emit_heartbeats_interval_s)
         self._metrics = metrics
         self._writer: RecordWriter | None = None

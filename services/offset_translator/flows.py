@@ -11,11 +11,6 @@ from shared.replication_policy import ReplicationPolicy, replication_policy_for
 FlowKey = tuple[str, str]
 
 
-def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
-    """The flow's replication policy, built as MM2's connectors build it (with the source alias)."""
-    return FlowTopics.for_flow(flow).policy
-
-
 @dataclass(frozen=True, slots=True)
 class ServedFlow:
     """One flow and the names and places of the topics the translator follows for it."""
@@ -41,16 +36,16 @@ class ServedFlow:
     @classmethod
     def of(cls, flow: FlowConfig) -> ServedFlow:
         """Topic names from the flow's settings: checkpoints on the target, offset syncs per their location."""
-        policy = flow_policy(flow)
+        topics = FlowTopics.for_flow(flow)
         syncs = offset_syncs_place(flow)
         return cls(
             source=flow.source,
             target=flow.target,
-            policy=policy,
-            checkpoints_topic=policy.checkpoints_topic(flow.source),
+            policy=topics.policy,
+            checkpoints_topic=topics.checkpoints_topic,
             offset_syncs_topic=syncs.topic,
             offset_syncs_cluster=syncs.cluster,
-            heartbeats_topic=FlowTopics.for_flow(flow).remote_heartbeats_topic,
+            heartbeats_topic=topics.remote_heartbeats_topic,
         )
 
 
