@@ -44,7 +44,8 @@ def test_a_flows_health_logs_new_failures_once_per_work_and_names_the_first_fail
             )
             is True
         )
-    assert health.last_error is None and not health.failing()
+    assert health.last_error is None
+    assert not health.failing()
     assert [(log["event"], log["work"], log.get("failures")) for log in logs] == [
         ("operation_failed", "read group offsets", 1000),
         ("operation_failed", "write checkpoints", 1),

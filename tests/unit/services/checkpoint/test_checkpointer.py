@@ -12,9 +12,8 @@ from shared.replication_policy import DefaultReplicationPolicy
 
 
 def checkpointer(store: OffsetSyncStore, last: dict[str, dict[tuple[str, int], Checkpoint]]) -> Checkpointer:
-    rules = CheckpointRules(
-        "A", "B", DefaultReplicationPolicy(), DefaultTopicFilter(["orders.*"], []), store.translate_exact, store.is_exact
-    )
+    topic_filter = DefaultTopicFilter(["orders.*"], [])
+    rules = CheckpointRules("A", "B", DefaultReplicationPolicy(), topic_filter, store.translate_exact, store.is_exact)
     return Checkpointer(rules, lambda group: last.get(group, {}))
 
 
