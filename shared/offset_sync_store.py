@@ -10,6 +10,7 @@ from shared.records.offset_sync import OffsetSync, SyncSegment
 
 SYNCS_PER_PARTITION = 64
 RUNS_PER_PARTITION = 64
+WANTED_PER_PARTITION = 64  # offsets asked about but not yet exact, whose runs outlive RUNS_PER_PARTITION
 
 _LONG_MIN = -(1 << 63)
 _LONG_MAX = (1 << 63) - 1
@@ -114,7 +115,10 @@ class OffsetSyncStore:
     per key, only a suffix of the syncs written (the last one before the cleaned point and all after), so
     consecutive syncs read were consecutive as written. That is why exact answers survive a restart while
     the array, by MM2's rule, starts again from the latest sync. The newest `RUNS_PER_PARTITION` runs are
-    kept; a rewind of either offset (a re-copy, a recreated topic) forgets the older ones.
+    kept, and the runs that answer an offset `is_exact` was asked about before its syncs came (a group that
+    paused while the mirror was behind: when the mirror catches up, far more runs than are kept may arrive
+    before the next round asks again); a rewind of either offset (a re-copy, a recreated topic) forgets the
+    older ones.
     """
 
     def __init__(self, *, initialization_must_read_to_end: bool = True) -> None:
@@ -123,6 +127,7 @@ class OffsetSyncStore:
         self._syncs: dict[TopicPartition, list[_StoredSync]] = {}
         self._last_received: dict[TopicPartition, _StoredSync] = {}
         self._runs: dict[TopicPartition, list[_Run]] = {}
+        self._wanted: dict[TopicPartition, dict[int, None]] = {}  # oldest first
         self.rewinds = 0  # syncs that went back in either offset: earlier exact answers may no longer hold
 
     @property
@@ -167,7 +172,22 @@ class OffsetSyncStore:
             self.rewinds += 1
         runs.append(_Run(new.upstream, new.upstream, new.downstream - new.upstream, new.segment))
         if len(runs) > RUNS_PER_PARTITION:
-            del runs[0]
+            del runs[self._oldest_unwanted(runs, self._wanted.get(tp))]
+
+    @staticmethod
+    def _oldest_unwanted(runs: list[_Run], wanted: dict[int, None] | None) -> int:
+        """Index of the oldest run no wanted offset needs (its own run, and the next one for an offset in the gap
+        after a run); the oldest run when every one is needed."""
+        if not wanted:
+            return 0
+        needed = set()
+        for offset in wanted:
+            index = bisect_right(runs, offset, key=lambda run: run.first) - 1
+            if index >= 0:
+                needed.add(index)
+                if offset > runs[index].last:
+                    needed.add(index + 1)
+        return next((index for index in range(len(runs) - 1) if index not in needed), 0)
 
     def _update_sync_array(self, syncs: list[_StoredSync], original: list[_StoredSync], new: _StoredSync) -> None:
         """MM2's update: repair invariant A, then B index by index, reusing old syncs to keep the most."""
@@ -247,8 +267,23 @@ class OffsetSyncStore:
         return exact if exact is not None else self.translate_downstream(topic, partition, upstream_offset)
 
     def is_exact(self, topic: str, partition: int, upstream_offset: int) -> bool:
-        """True if `translate_exact` answers exactly for this offset, so later syncs cannot improve the answer."""
-        return self._read_to_end and self._exact(topic, partition, upstream_offset) is not None
+        """True if `translate_exact` answers exactly for this offset, so later syncs cannot improve the answer.
+
+        An offset that is not exact yet is remembered (the newest `WANTED_PER_PARTITION` per partition), so the
+        runs that will answer it are kept until it is asked again."""
+        exact = self._read_to_end and self._exact(topic, partition, upstream_offset) is not None
+        wanted = self._wanted.get((topic, partition))
+        if exact:
+            if wanted:
+                wanted.pop(upstream_offset, None)
+            return True
+        if wanted is None:
+            wanted = self._wanted[(topic, partition)] = {}
+        wanted.pop(upstream_offset, None)
+        wanted[upstream_offset] = None  # the newest last
+        if len(wanted) > WANTED_PER_PARTITION:
+            del wanted[next(iter(wanted))]
+        return False
 
     def _exact(self, topic: str, partition: int, upstream_offset: int) -> int | None:
         runs = self._runs.get((topic, partition))

@@ -8,11 +8,14 @@ offsets has a sync at both ends and every discontinuity (a restart, a marker, an
 compacted gap) sits between two syncs whose offset deltas differ: that is what lets the translation index be
 exact for every record, and a position between runs translate to the start of the next one.
 
-Syncs wait in memory until the next commit; at most `max_pending` per partition, so a transactional or
-compacted source (a skip every few records) cannot grow memory or the syncs topic without bound. Every sync
-carries the number of jumps the tracker had seen when it decided it (its segment), so a reader never joins
-two syncs across a jump, even when the jump's own sync was left out or lost in delivery: a sync left out or
-lost only costs precision.
+Syncs wait in memory until the next commit. A filtered, transactional or compacted source (a skip every few
+records) makes two syncs per skip, and a backlog copied between two interval commits can make thousands: the
+task's `SyncBudget` asks for a commit as soon as its trackers hold `TASK_PENDING_SYNCS` syncs, or one of them a
+quarter of its cap, so they are written rather than left out (a run without its end syncs no longer translates
+exactly, and a group paused in it would re-read up to its start). `max_pending` per partition stays as the hard
+bound on memory. Every sync carries the number of jumps the tracker had seen when it decided it (its segment), so
+a reader never joins two syncs across a jump, even when the jump's own sync was left out or lost in delivery: a
+sync left out or lost only costs precision.
 """
 
 from __future__ import annotations
@@ -20,7 +23,26 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-MAX_PENDING_SYNCS = 100
+MAX_PENDING_SYNCS = 4_000  # per partition: the hard bound (about 300 KiB)
+TASK_PENDING_SYNCS = 10_000  # per task: a commit is due (about 700 KiB)
+
+
+@dataclass
+class SyncBudget:
+    """The syncs waiting in one task's trackers: once `due`, the task commits now rather than at its interval."""
+
+    limit: int = TASK_PENDING_SYNCS
+    pending: int = 0
+    urgent: bool = False  # one partition filled a quarter of its cap
+
+    @property
+    def due(self) -> bool:
+        """True when the pending syncs should be written now."""
+        return self.urgent or self.pending >= self.limit
+
+    def all_taken(self) -> None:
+        """Every tracker's syncs were taken (a commit wrote them): no partition is filling any more."""
+        self.urgent = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +61,7 @@ class SyncTracker:
 
     offset_lag_max: int
     max_pending: int = MAX_PENDING_SYNCS
+    budget: SyncBudget = field(default_factory=SyncBudget)  # shared by the task's trackers
     writer: int = field(default_factory=lambda: random.getrandbits(63))  # one sequence per task life
     last_sync_downstream: int = -1
     previous_upstream: int = -2
@@ -64,9 +87,15 @@ class SyncTracker:
         self.last_sync_downstream = downstream
         self._last_synced = len(self.pending) < self.max_pending
         if self._last_synced:
-            self.pending.append(PendingSync(upstream, downstream, self.jumps, opens))
+            self._append(PendingSync(upstream, downstream, self.jumps, opens))
         else:
             self.left_out += 1
+
+    def _append(self, sync: PendingSync) -> None:
+        self.pending.append(sync)
+        self.budget.pending += 1
+        if len(self.pending) * 4 >= self.max_pending:
+            self.budget.urgent = True
 
     def delivered_run(self, upstream: int, downstream: int, count: int) -> None:
         """Record `count` acknowledged records at consecutive offsets on both sides (one forwarded batch).
@@ -86,7 +115,7 @@ class SyncTracker:
                 self.last_sync_downstream = at + (skipped - 1) * step
                 synced_last = False
                 break
-            self.pending.append(PendingSync(upstream + (at - downstream), at, self.jumps))
+            self._append(PendingSync(upstream + (at - downstream), at, self.jumps))
             self.last_sync_downstream = at
             synced_last = at == last_downstream
             at += step
@@ -96,6 +125,7 @@ class SyncTracker:
     def take(self) -> list[PendingSync]:
         """The syncs to write at a commit: the queued ones and the last delivered record if it has none yet."""
         syncs, self.pending = self.pending, []
+        self.budget.pending -= len(syncs)
         if not self._last_synced and self.previous_upstream >= 0:
             syncs.append(PendingSync(self.previous_upstream, self.previous_downstream, self.jumps))
             self.last_sync_downstream = self.previous_downstream

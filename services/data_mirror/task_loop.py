@@ -32,7 +32,7 @@ from services.data_mirror.copier import (
 )
 from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy
-from services.data_mirror.sync_rules import SyncTracker
+from services.data_mirror.sync_rules import SyncBudget, SyncTracker
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskResult, TaskSpec
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
@@ -76,6 +76,7 @@ class TaskLoop:
         self.in_transaction = False
         self.commits = 0
         self.syncs_failed = 0
+        self.sync_budget = SyncBudget()
         self.progress_error: str | None = None
         self.start_phases: dict[str, float] = {}  # seconds per start-up step, logged once copying begins
 
@@ -137,7 +138,8 @@ class TaskLoop:
             low, high = earliest[work.key], latest[work.key]
             progress = committed.get(work.key)
             committed_at = None if progress is None else progress.next_offset
-            part = PartitionCopy(work, committed_at, low, SyncTracker(self.spec.offset_lag_max), self.clock)
+            tracker = SyncTracker(self.spec.offset_lag_max, budget=self.sync_budget)
+            part = PartitionCopy(work, committed_at, low, tracker, self.clock)
             part.end_offset = high
             self._place(part, progress, low, high)
             self.parts[work.key] = part
@@ -210,8 +212,8 @@ class TaskLoop:
 
     # -- copy ------------------------------------------------------------------------------------------
     async def _copy(self) -> None:
-        """Let the copier work; commit every interval (at once when a refusal dooms the open transaction) and
-        look for a hand-over request four times a second."""
+        """Let the copier work; commit every interval (at once when a refusal dooms the open transaction, or when
+        the offset syncs waiting reach their budget) and look for a hand-over request four times a second."""
         interval_s = self.spec.commit_interval_ms / 1000
         now = time.monotonic()
         next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
@@ -223,11 +225,11 @@ class TaskLoop:
                 next_check = now + HANDOVER_CHECK_S
                 if self.clients.handover_requested():
                     return
-            if now >= next_commit or self._must_commit_now():
+            if now >= next_commit or self.sync_budget.due or self._refused_in_transaction():
                 await self._commit(final=False)
                 next_commit = time.monotonic() + interval_s
 
-    def _must_commit_now(self) -> bool:
+    def _refused_in_transaction(self) -> bool:
         """Exactly-once: a refused record dooms the open transaction; end it now rather than copy into it."""
         return self.in_transaction and any(p.refused_now for p in self.parts.values())
 
@@ -236,7 +238,7 @@ class TaskLoop:
         """Write every changed partition's progress (and syncs); exactly-once: in the records' transaction."""
         await self.copier.settle(wait=final or self.in_transaction)
         self._raise_client_errors()
-        if self._must_commit_now():
+        if self._refused_in_transaction():
             self._abort_for_refused_records()
         self._advance_idle_positions(self.copier.positions())
         written = self._write_progress()
@@ -324,10 +326,10 @@ class TaskLoop:
 
     def _write_syncs(self, *, final: bool) -> None:
         sync_producer = self.clients.sync_producer
-        if sync_producer is None:
-            return
         for part in self.parts.values():
             syncs = part.tracker.take()
+            if sync_producer is None:
+                continue  # syncs are off: dropped here so they neither grow nor ask for commits
             part.syncs_sent += len(syncs)
             for pending in syncs:
                 sync = OffsetSync(part.work.source_topic, part.work.partition, pending.upstream, pending.downstream)
@@ -340,6 +342,9 @@ class TaskLoop:
                     partition=0,
                     on_delivery=self.on_sync,
                 )
+        self.sync_budget.all_taken()
+        if sync_producer is None:
+            return
         if final:
             sync_producer.flush(FLUSH_TIMEOUT_S)
         else:

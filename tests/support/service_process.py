@@ -105,7 +105,9 @@ class ServiceProcess:
     def __enter__(self) -> ServiceProcess:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None and self.log_path.exists():  # a failed test shows what the service said
+            print(f"--- {self.package} log tail ({self.log_path}):\n{self.tail()}", file=sys.stderr)
         if self.popen is not None and self.popen.poll() is None:
             try:
                 self.stop()

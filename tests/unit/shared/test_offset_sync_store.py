@@ -664,3 +664,27 @@ def test_a_segment_that_opens_its_stretch_adds_one_byte_and_still_equals_its_str
     assert opening == SyncSegment(7, 2), "one stretch, whichever sync opened it"
     with pytest.raises(CodecError):
         SyncSegment.decode(SyncSegment(7, 2).encode() + b"\x02")
+
+
+def _filtered_stretch(store: OffsetSyncStore, runs: int, *, first_run: int = 0) -> None:
+    """`runs` runs as a data mirror with a Filter writes them: 24 records copied, one dropped, and so on."""
+    for run in range(first_run, first_run + runs):
+        marked(store, run * 25, run * 24, writer=7, jumps=run + 1, opens=True)
+        marked(store, run * 25 + 23, run * 24 + 23, writer=7, jumps=run + 1)
+
+
+def test_an_offset_asked_before_its_syncs_came_stays_exact_however_many_runs_arrive_after_it() -> None:
+    """A group paused at 2,510 while the mirror was still behind: its checkpoint asks before the syncs exist (not
+    exact yet). The mirror then catches up, and the syncs of far more runs than a partition keeps arrive before
+    the next round asks again; the run holding 2,510 is kept for that question, and the newest runs as always."""
+    store = started_store()
+    _filtered_stretch(store, 10)
+    paused_at = 2_510  # run 100, record 10: downstream 100 * 24 + 10
+    assert not store.is_exact(TOPIC, PARTITION, paused_at)
+    _filtered_stretch(store, 10 * RUNS_PER_PARTITION, first_run=10)
+    assert store.is_exact(TOPIC, PARTITION, paused_at)
+    assert exact(store, paused_at) == 2_410
+    newest = (10 + 10 * RUNS_PER_PARTITION - 1) * 25 + 5
+    assert store.is_exact(TOPIC, PARTITION, newest)
+    never_asked = 3_010
+    assert not store.is_exact(TOPIC, PARTITION, never_asked), "runs no one asked about are forgotten as before"

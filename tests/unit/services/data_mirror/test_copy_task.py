@@ -496,3 +496,26 @@ def test_with_provenance_each_first_copy_is_stamped_and_nothing_that_came_from_t
         (b"v5", b"not:valid"),
     ]
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 6
+
+
+def test_a_filtered_backlog_copied_within_one_commit_interval_keeps_a_sync_at_both_ends_of_every_run() -> None:
+    """A filter that drops one record in 25 splits a partition into runs; catching up a backlog copies hundreds of
+    runs between two interval commits. Every run keeps its syncs at both ends (the task commits early rather than
+    leave syncs out), so every copied record translates exactly: a group paused anywhere in the backlog resumes on
+    the target without re-reading."""
+    cluster = FakeCluster()
+    log = cluster.log("orders", 0)
+    for i in range(5_000):
+        headers = [("drop-me", b"1")] if i % 25 == 7 else []
+        log.append(Record(f"k{i}".encode(), f"v{i}".encode(), 1_000 + i, headers))
+    drop = TransformSpec("dropMarked", "filter", PredicateSpec("marked", "has_header_key", "drop-me"))
+    spec = dataclasses.replace(_spec(1), transforms=(drop,), commit_interval_ms=600_000)
+    kept = [i for i in range(5_000) if i % 25 != 7]
+    _, error = _run(cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == len(kept)))
+    assert error is None
+    assert _values(cluster, 0) == [f"v{i}".encode() for i in kept]
+    synced = {upstream: downstream for _, upstream, downstream in _syncs(cluster)}
+    dropped = range(7, 5_000, 25)  # each run ends just before a dropped record and the next starts just after it
+    missing = [i for i in dropped if i - 1 not in synced or i + 1 not in synced]
+    assert missing == [], f"{len(missing)} of {len(dropped)} gaps lack the syncs at their ends"
+    assert all(synced[up] == kept.index(up) for up in (6, 8, 4_981, 4_983, 4_999))
