@@ -138,16 +138,22 @@ def consume_to_end(
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(count)])
         records: list[Rec] = []
+        errors: list[str] = []  # the newest few, for the failure message
         deadline = time.monotonic() + timeout_s
         while True:
             for msg in consumer.consume(num_messages=1000, timeout=0.5):
-                if not msg.error():
+                error = msg.error()
+                if error is None:
                     records.append(_rec(msg))
+                else:
+                    errors = [*errors[-4:], f"{msg.partition()}@{msg.offset()}: {error}"]
             positions = consumer.position([TopicPartition(topic, p) for p in range(count)])
             behind = {tp.partition: tp.offset for tp in positions if max(tp.offset, 0) < ends[tp.partition]}
             if not behind:
                 return records
-            assert time.monotonic() < deadline, f"{topic}: positions {behind} short of the ends {ends} in {timeout_s}s"
+            assert time.monotonic() < deadline, (
+                f"{topic}: positions {behind} short of the ends {ends} in {timeout_s}s; last errors: {errors}"
+            )
     finally:
         consumer.close()
 
