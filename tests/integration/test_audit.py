@@ -101,11 +101,13 @@ def test_the_audit_names_a_record_altered_on_the_target_by_source_and_target_off
     sync = OffsetSync(topic, 0, 0, 0)
     produce(a, "mm2-offset-syncs.B.internal", [(sync.record_key(), sync.record_value())])
 
+    written_at = int(time.time() * 1000)  # recent: a broker deletes records older than its retention (7 days)
+
     def write(first: int, end: int, altered: int | None = None) -> None:
         records = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(first, end)]
         copies = [(k, b"changed" if first + i == altered else v) for i, (k, v) in enumerate(records)]
-        produce(a, topic, records, partition=0, timestamp_ms=1_700_000_000_000)
-        produce(b, remote, copies, partition=0, timestamp_ms=1_700_000_000_000)
+        produce(a, topic, records, partition=0, timestamp_ms=written_at)
+        produce(b, remote, copies, partition=0, timestamp_ms=written_at)
         progress = (ProgressKey("A->B", topic, 0).encode(), encode_progress(end))
         produce(b, progress_topic("A"), [progress])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -52,13 +53,15 @@ def _chain() -> dict[str, str]:
 
 def _fill(cluster: KafkaCluster, topic: str) -> None:
     producer = confluent_producer(cluster.client_properties(), **{"enable.idempotence": True, "linger.ms": 5})
+    # Recent timestamps: records older than the broker's retention (7 days by default) vanish at its next check.
+    base_ms = int(time.time() * 1000) - RECORDS
     for i in range(RECORDS):
         headers: list[tuple[str, str | bytes]] = [("trace", f"t{i}".encode()), ("keep", b"k")]
         if i % 3 == 0:
             headers.append(("secret", b"s"))
         value = None if i % 7 == 0 else f"v{i}".encode()
         producer.produce(
-            topic, value, f"k{i}".encode(), partition=i % PARTITIONS, headers=headers, timestamp=1_700_000_000_000 + i
+            topic, value, f"k{i}".encode(), partition=i % PARTITIONS, headers=headers, timestamp=base_ms + i
         )
     assert producer.flush(60) == 0
 

@@ -4,6 +4,7 @@ records altered on the target and a range the source deleted before it was copie
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from tests.support.kafka_io import consume_all, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 
-BASE_TS = 1_700_000_000_000
+BASE_TS = int(time.time() * 1000)  # recent: a broker deletes records older than its retention (7 days)
 Written = tuple[bytes, bytes, list[tuple[str, str | bytes]]]  # key, value, headers
 
 
