@@ -11,6 +11,7 @@ from shared.records.offset_sync import OffsetSync, SyncSegment
 SYNCS_PER_PARTITION = 64
 RUNS_PER_PARTITION = 64
 WANTED_PER_PARTITION = 64  # offsets asked about but not yet exact, whose runs outlive RUNS_PER_PARTITION
+_TRIM_SLACK = 32  # runs past the cap before a partition with wanted offsets is trimmed
 
 _LONG_MIN = -(1 << 63)
 _LONG_MAX = (1 << 63) - 1
@@ -46,6 +47,7 @@ class _Run:
     last: int
     shift: int
     segment: SyncSegment | None = None
+    cut_after: bool = False  # the run after it was trimmed away: what follows in the list is not its successor
 
 
 def _continues(previous: _StoredSync, new: _StoredSync) -> bool:
@@ -55,6 +57,24 @@ def _continues(previous: _StoredSync, new: _StoredSync) -> bool:
     if upstream_step <= 0 or upstream_step != new.downstream - previous.downstream:
         return False
     return new.segment == previous.segment
+
+
+def _trimmed(runs: list[_Run], wanted: dict[int, None]) -> list[_Run]:
+    """The newest RUNS_PER_PARTITION runs, and the older ones a wanted offset needs: its own run, and the next
+    one too for an offset in the gap after a run (at most two per wanted offset). A kept run whose successor goes
+    is marked, so no gap answer joins it to the next kept one."""
+    keep = set(range(len(runs) - RUNS_PER_PARTITION, len(runs)))
+    for offset in wanted:
+        index = bisect_right(runs, offset, key=lambda run: run.first) - 1
+        if index >= 0:
+            keep.add(index)
+            if offset > runs[index].last and index + 1 < len(runs):
+                keep.add(index + 1)
+    kept = sorted(keep)
+    for index in kept:
+        if index + 1 < len(runs) and index + 1 not in keep:
+            runs[index].cut_after = True
+    return [runs[index] for index in kept]
 
 
 def _opened_after(run: _Run, following: _Run) -> bool:
@@ -117,8 +137,8 @@ class OffsetSyncStore:
     the array, by MM2's rule, starts again from the latest sync. The newest `RUNS_PER_PARTITION` runs are
     kept, and the runs that answer an offset `is_exact` was asked about before its syncs came (a group that
     paused while the mirror was behind: when the mirror catches up, far more runs than are kept may arrive
-    before the next round asks again); a rewind of either offset (a re-copy, a recreated topic) forgets the
-    older ones.
+    before the next round asks again); while a partition has such offsets it is trimmed in batches of
+    `_TRIM_SLACK` runs. A rewind of either offset (a re-copy, a recreated topic) forgets the older ones.
     """
 
     def __init__(self, *, initialization_must_read_to_end: bool = True) -> None:
@@ -128,6 +148,7 @@ class OffsetSyncStore:
         self._last_received: dict[TopicPartition, _StoredSync] = {}
         self._runs: dict[TopicPartition, list[_Run]] = {}
         self._wanted: dict[TopicPartition, dict[int, None]] = {}  # oldest first
+        self._trim_at: dict[TopicPartition, int] = {}  # run count that triggers the next trim (wanted offsets)
         self.rewinds = 0  # syncs that went back in either offset: earlier exact answers may no longer hold
 
     @property
@@ -171,23 +192,13 @@ class OffsetSyncStore:
             runs.clear()  # a rewind: what older runs say about these offsets may no longer hold
             self.rewinds += 1
         runs.append(_Run(new.upstream, new.upstream, new.downstream - new.upstream, new.segment))
-        if len(runs) > RUNS_PER_PARTITION:
-            del runs[self._oldest_unwanted(runs, self._wanted.get(tp))]
-
-    @staticmethod
-    def _oldest_unwanted(runs: list[_Run], wanted: dict[int, None] | None) -> int:
-        """Index of the oldest run no wanted offset needs (its own run, and the next one for an offset in the gap
-        after a run); the oldest run when every one is needed."""
+        wanted = self._wanted.get(tp)
         if not wanted:
-            return 0
-        needed = set()
-        for offset in wanted:
-            index = bisect_right(runs, offset, key=lambda run: run.first) - 1
-            if index >= 0:
-                needed.add(index)
-                if offset > runs[index].last:
-                    needed.add(index + 1)
-        return next((index for index in range(len(runs) - 1) if index not in needed), 0)
+            del runs[: max(0, len(runs) - RUNS_PER_PARTITION)]
+            self._trim_at.pop(tp, None)
+        elif len(runs) > self._trim_at.get(tp, RUNS_PER_PARTITION + _TRIM_SLACK):
+            runs[:] = _trimmed(runs, wanted)  # in batches: finding the runs the wanted offsets need costs
+            self._trim_at[tp] = len(runs) + _TRIM_SLACK
 
     def _update_sync_array(self, syncs: list[_StoredSync], original: list[_StoredSync], new: _StoredSync) -> None:
         """MM2's update: repair invariant A, then B index by index, reusing old syncs to keep the most."""
@@ -269,8 +280,8 @@ class OffsetSyncStore:
     def is_exact(self, topic: str, partition: int, upstream_offset: int) -> bool:
         """True if `translate_exact` answers exactly for this offset, so later syncs cannot improve the answer.
 
-        An offset that is not exact yet is remembered (the newest `WANTED_PER_PARTITION` per partition), so the
-        runs that will answer it are kept until it is asked again."""
+        Not read-only: an offset that is not exact yet is remembered (the newest `WANTED_PER_PARTITION` per
+        partition), so the runs that will answer it are kept until it is asked again."""
         exact = self._read_to_end and self._exact(topic, partition, upstream_offset) is not None
         wanted = self._wanted.get((topic, partition))
         if exact:
@@ -296,7 +307,7 @@ class OffsetSyncStore:
         if upstream_offset <= run.last:
             return upstream_offset + run.shift
         following = runs[index + 1] if index + 1 < len(runs) else None
-        if following is None or not _opened_after(run, following):
+        if following is None or run.cut_after or not _opened_after(run, following):
             return None
         copied_after = (following.first + following.shift) - (run.last + run.shift) - 1  # downstream, before it
         if upstream_offset - run.last <= copied_after:

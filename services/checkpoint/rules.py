@@ -117,10 +117,13 @@ class CheckpointRules:
                 continue
             outcome.partitions += 1
             checkpoint = self.checkpoint(group, topic, partition, committed)
+            # Asked first, even with no translation yet: the store keeps the runs an offset it was asked about
+            # needs, so the offset syncs a catching-up mirror writes for it are still there at the next round.
+            exact = self.is_exact is None or self.is_exact(topic, partition, committed.offset)
             if checkpoint is None:
                 outcome.misses += 1
                 continue
-            if self.is_exact is not None and not self.is_exact(topic, partition, committed.offset):
+            if not exact:
                 outcome.inexact += 1
             if is_more_recent(checkpoint, last.get((checkpoint.topic, partition))):
                 outcome.checkpoints.append(checkpoint)

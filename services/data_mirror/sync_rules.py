@@ -23,8 +23,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-MAX_PENDING_SYNCS = 4_000  # per partition: the hard bound (about 300 KiB)
-TASK_PENDING_SYNCS = 10_000  # per task: a commit is due (about 700 KiB)
+MAX_PENDING_SYNCS = 4_000  # per partition: the hard bound (about 600 KiB)
+TASK_PENDING_SYNCS = 10_000  # per task: a commit is due (about 1.5 MiB)
+EARLY_COMMIT_GAP_S = 0.1  # a commit the budget asks for comes at least this long after the last one
 
 
 @dataclass
@@ -37,7 +38,9 @@ class SyncBudget:
 
     @property
     def due(self) -> bool:
-        """True when the pending syncs should be written now."""
+        """True when the pending syncs should be written now (the caller keeps EARLY_COMMIT_GAP_S between the
+        commits this asks for: with `offset.lag.max=0` every record is a sync, and under exactly-once each
+        commit ends a transaction)."""
         return self.urgent or self.pending >= self.limit
 
     def all_taken(self) -> None:

@@ -32,7 +32,7 @@ from services.data_mirror.copier import (
 )
 from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy
-from services.data_mirror.sync_rules import SyncBudget, SyncTracker
+from services.data_mirror.sync_rules import EARLY_COMMIT_GAP_S, MAX_PENDING_SYNCS, SyncBudget, SyncTracker
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskResult, TaskSpec
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
@@ -138,7 +138,9 @@ class TaskLoop:
             low, high = earliest[work.key], latest[work.key]
             progress = committed.get(work.key)
             committed_at = None if progress is None else progress.next_offset
-            tracker = SyncTracker(self.spec.offset_lag_max, budget=self.sync_budget)
+            # With syncs off a tracker queues none (so it asks for no commit); it still counts the jumps.
+            room = MAX_PENDING_SYNCS if self.spec.emit_offset_syncs else 0
+            tracker = SyncTracker(self.spec.offset_lag_max, max_pending=room, budget=self.sync_budget)
             part = PartitionCopy(work, committed_at, low, tracker, self.clock)
             part.end_offset = high
             self._place(part, progress, low, high)
@@ -217,6 +219,7 @@ class TaskLoop:
         interval_s = self.spec.commit_interval_ms / 1000
         now = time.monotonic()
         next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
+        last_commit = now
         step = self.copier.step
         while True:
             await step()
@@ -225,9 +228,11 @@ class TaskLoop:
                 next_check = now + HANDOVER_CHECK_S
                 if self.clients.handover_requested():
                     return
-            if now >= next_commit or self.sync_budget.due or self._refused_in_transaction():
+            syncs_due = self.sync_budget.due and now - last_commit >= EARLY_COMMIT_GAP_S
+            if now >= next_commit or syncs_due or self._refused_in_transaction():
                 await self._commit(final=False)
-                next_commit = time.monotonic() + interval_s
+                last_commit = time.monotonic()
+                next_commit = last_commit + interval_s
 
     def _refused_in_transaction(self) -> bool:
         """Exactly-once: a refused record dooms the open transaction; end it now rather than copy into it."""
@@ -329,19 +334,23 @@ class TaskLoop:
         for part in self.parts.values():
             syncs = part.tracker.take()
             if sync_producer is None:
-                continue  # syncs are off: dropped here so they neither grow nor ask for commits
-            part.syncs_sent += len(syncs)
+                continue  # syncs are off: the commit's last-record sync is dropped here
             for pending in syncs:
                 sync = OffsetSync(part.work.source_topic, part.work.partition, pending.upstream, pending.downstream)
                 segment = SyncSegment(part.tracker.writer, pending.jumps, opens=pending.opens)
-                sync_producer.produce(
-                    self.spec.offset_syncs_topic,
-                    key=sync.record_key(),
-                    value=sync.record_value(),
-                    headers=[(SYNC_SEGMENT_HEADER, segment.encode())],
-                    partition=0,
-                    on_delivery=self.on_sync,
-                )
+                try:
+                    sync_producer.produce(
+                        self.spec.offset_syncs_topic,
+                        key=sync.record_key(),
+                        value=sync.record_value(),
+                        headers=[(SYNC_SEGMENT_HEADER, segment.encode())],
+                        partition=0,
+                        on_delivery=self.on_sync,
+                    )
+                except BufferError:  # the producer's queue is full (the syncs' cluster slow or away)
+                    self.syncs_failed += 1  # best effort, as a failed delivery: counted, the copy goes on
+                    continue
+                part.syncs_sent += 1
         self.sync_budget.all_taken()
         if sync_producer is None:
             return

@@ -688,3 +688,14 @@ def test_an_offset_asked_before_its_syncs_came_stays_exact_however_many_runs_arr
     assert store.is_exact(TOPIC, PARTITION, newest)
     never_asked = 3_010
     assert not store.is_exact(TOPIC, PARTITION, never_asked), "runs no one asked about are forgotten as before"
+
+
+def test_an_offset_asked_in_a_gap_keeps_the_runs_on_both_sides_of_it() -> None:
+    """2,524 is a dropped record (the gap after run 100): it translates to the copy of the next kept record, 2,525,
+    which needs run 100 and run 101; both outlive the newest runs."""
+    store = started_store()
+    _filtered_stretch(store, 10)
+    assert not store.is_exact(TOPIC, PARTITION, 2_524)
+    _filtered_stretch(store, 10 * RUNS_PER_PARTITION, first_run=10)
+    assert store.is_exact(TOPIC, PARTITION, 2_524)
+    assert exact(store, 2_524) == 101 * 24

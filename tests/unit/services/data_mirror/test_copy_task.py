@@ -498,24 +498,52 @@ def test_with_provenance_each_first_copy_is_stamped_and_nothing_that_came_from_t
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 6
 
 
-def test_a_filtered_backlog_copied_within_one_commit_interval_keeps_a_sync_at_both_ends_of_every_run() -> None:
-    """A filter that drops one record in 25 splits a partition into runs; catching up a backlog copies hundreds of
-    runs between two interval commits. Every run keeps its syncs at both ends (the task commits early rather than
-    leave syncs out), so every copied record translates exactly: a group paused anywhere in the backlog resumes on
-    the target without re-reading."""
-    cluster = FakeCluster()
+def _marked_backlog(cluster: FakeCluster, records: int, every: int) -> list[int]:
+    """`records` on partition 0, one in `every` marked for the filter; the offsets the filter keeps."""
     log = cluster.log("orders", 0)
-    for i in range(5_000):
-        headers = [("drop-me", b"1")] if i % 25 == 7 else []
+    for i in range(records):
+        headers = [("drop-me", b"1")] if i % every == 2 else []
         log.append(Record(f"k{i}".encode(), f"v{i}".encode(), 1_000 + i, headers))
+    return [i for i in range(records) if i % every != 2]
+
+
+def _filtered(spec: TaskSpec) -> TaskSpec:
     drop = TransformSpec("dropMarked", "filter", PredicateSpec("marked", "has_header_key", "drop-me"))
-    spec = dataclasses.replace(_spec(1), transforms=(drop,), commit_interval_ms=600_000)
-    kept = [i for i in range(5_000) if i % 25 != 7]
-    _, error = _run(cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == len(kept)))
+    return dataclasses.replace(spec, transforms=(drop,), commit_interval_ms=600_000)  # no interval commit
+
+
+def test_a_filtered_backlog_copied_within_one_commit_interval_keeps_a_sync_at_both_ends_of_every_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A filter that drops one record in 5 splits a partition into 2,000 runs, 4,000 syncs, all copied between two
+    interval commits. Every run keeps its syncs at both ends (the task commits early, once a partition holds a
+    quarter of its cap, rather than leave syncs out), so every copied record translates exactly: a group paused
+    anywhere in the backlog resumes on the target without re-reading."""
+    monkeypatch.setattr("services.data_mirror.task_loop.EARLY_COMMIT_GAP_S", 0.0)  # not at the machine's pace
+    cluster = FakeCluster()
+    kept = _marked_backlog(cluster, 10_000, 5)
+    task, error = _run(
+        cluster, _filtered(_spec(1)), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 8_000)
+    )
     assert error is None
     assert _values(cluster, 0) == [f"v{i}".encode() for i in kept]
     synced = {upstream: downstream for _, upstream, downstream in _syncs(cluster)}
-    dropped = range(7, 5_000, 25)  # each run ends just before a dropped record and the next starts just after it
+    dropped = range(2, 10_000, 5)  # each run ends just before a dropped record and the next starts just after it
     missing = [i for i in dropped if i - 1 not in synced or i + 1 not in synced]
     assert missing == [], f"{len(missing)} of {len(dropped)} gaps lack the syncs at their ends"
-    assert all(synced[up] == kept.index(up) for up in (6, 8, 4_981, 4_983, 4_999))
+    assert all(synced[up] == kept.index(up) for up in (1, 3, 9_996, 9_998, 9_999))
+    assert task.commits >= 2, "a commit came early, as the waiting syncs filled (and the final one)"
+
+
+def test_with_offset_syncs_off_a_filtered_backlog_asks_for_no_early_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("services.data_mirror.task_loop.EARLY_COMMIT_GAP_S", 0.0)
+    cluster = FakeCluster()
+    _marked_backlog(cluster, 10_000, 5)
+    spec = dataclasses.replace(_filtered(_spec(1)), emit_offset_syncs=False)
+    done = _until(lambda: len(cluster.log("A.orders", 0)) == 8_000)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=done)
+    task = task_loop(spec, dataclasses.replace(clients, sync_producer=None))  # as connect() builds them
+    assert task.run().error is None
+    assert len(cluster.log("A.orders", 0)) == 8_000
+    assert task.commits == 1, "only the final commit: no syncs wait, none ask for a commit"
+    assert _syncs(cluster) == []
