@@ -17,6 +17,7 @@ import typer
 from benchmarks.console import say
 from benchmarks.contenders import MM2_HEAP_MB, PRODUCER
 from benchmarks.environment import machine, versions
+from benchmarks.lab import INDEX_BYTES
 from benchmarks.model import BenchOptions
 from benchmarks.report import Report, render
 from benchmarks.runner import CHOICES, parse_only, run_sections
@@ -85,7 +86,11 @@ def _common_settings(options: BenchOptions) -> dict[str, str]:
             "`strait-topic-sync` and `strait-data-mirror` with the same config; Spark driver memory 512m "
             "and serial GC (defaults), commit interval 1000 ms (default)"
         ),
-        "clusters": "one single-broker KRaft cluster each for source and target (1 GiB heap), replication factor 1",
+        "clusters": (
+            "one single-broker KRaft cluster each for source and target (1 GiB heap), replication factor 1, "
+            f"index files of {INDEX_BYTES // 1024} KiB (`log.index.size.max.bytes`; Kafka's default of 10 MiB "
+            "filled this machine's memory with read-ahead at 4,000 partitions: see `benchmarks/lab.py`)"
+        ),
         "repeats": str(options.repeats),
     }
 
