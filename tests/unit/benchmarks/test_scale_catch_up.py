@@ -105,3 +105,22 @@ def test_a_measurement_that_fails_is_named_and_the_section_goes_on() -> None:
     options = BenchOptions(Path("/unused"), quick=True, repeats=1)
     section = scale._section(options, [_run("Strait", shape, 0.5), _run("MM2", shape, 1.0)], [], failures)
     assert failures[0] in section.notes
+
+
+def test_a_steady_load_that_stayed_under_the_rate_is_named_with_what_each_run_reached() -> None:
+    shape = scale.shapes(quick=True)[1]
+    _warmup_s, window_s = scale.durations(quick=True)
+    full = int(scale.RATE * window_s)
+
+    def run(tool: str, received: int, late: int) -> scale.ScaleRun:
+        steady = scale.Steady([10.0] * received, late=late, cpu_cores=0.5, rss_mib=500)
+        return scale.ScaleRun(tool, shape, 5.0, 6.0, 7.0, 800, steady, None)
+
+    options = BenchOptions(Path("/unused"), quick=True, repeats=1)
+    held = scale._section(options, [run("Strait", full - 10, 10), run("MM2", full, 0)], [])
+    assert not [note for note in held.notes if "stayed under" in note]
+
+    short = scale._section(options, [run("Strait", full // 2, 0), run("MM2", full, 0)], [])
+    note = next(note for note in short.notes if "stayed under" in note)
+    assert f"Strait {scale.RATE // 2:,}" in note
+    assert f"MM2 {scale.RATE:,}" in note
