@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,10 @@ PROGRESS_RECORD_OVERHEAD = 24  # a v2 record's length, attributes, deltas and he
 DEFAULT_TARGET_BATCH_BYTES = 16_384  # Kafka's producer default batch.size, when the flow sets none
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
+# Every partition is looked at again at least this often, in case a change came that no event told of (aiokafka
+# refreshing its metadata by itself); otherwise only the partitions something happened to are (see `_look`).
+LOOK_AGAIN_S = 0.5
+NO_LEADER: FetchKey = (-1, -1)  # `_lane_now`: the partition's leader is not known
 FETCH_RETRY_BACKOFF_S = 0.1
 # One fetch brings at most this share of the byte bound: its response is held twice while it arrives (the
 # connection's read buffer, then the response's own bytes), so a fetch of the whole room made a worker's memory peak
@@ -118,6 +122,14 @@ class BatchCopier:
         self._fetched_from: set[FetchKey] = set()  # the leaders' lanes the last round of fetches went to
         self._order: dict[PartitionKey, int] = {}  # each partition's place, which spreads partitions over lanes
         self._validations: dict[PartitionKey, asyncio.Task[tuple[int, int]]] = {}
+        # The partitions to fetch, each in its lane, kept between rounds: a round looks only at the partitions
+        # touched since the last one (answered, landed, held, released), so a task with thousands of quiet
+        # partitions does not weigh each of them again for every fetch its few busy ones make.
+        self._lane_of: dict[PartitionKey, FetchKey] = {}
+        self._members: dict[FetchKey, dict[PartitionKey, None]] = {}
+        self._touched: set[PartitionKey] = set()
+        self._next_look = 0.0  # when every partition is looked at again
+        self._looked_at: tuple[int, int] = (-1, -1)  # the fetcher's and the producer's changes at the last full look
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
         self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
 
@@ -142,12 +154,19 @@ class BatchCopier:
         self.parts = parts
         self.fetching = {key: Fetching(part.position) for key, part in parts.items()}
         self._order = {key: index for index, key in enumerate(sorted(parts))}
+        self._lane_of, self._members, self._touched, self._next_look = {}, {}, set(), 0.0
+
+    def _touch(self, key: PartitionKey) -> None:
+        """Something happened to `key` that may change whether and where it is fetched: the next round looks."""
+        self._touched.add(key)
 
     def hold(self, part: PartitionCopy) -> None:
         part.paused = True
+        self._touch(part.work.key)
 
     def release(self, part: PartitionCopy, offset: int) -> None:
         part.paused = False
+        self._touch(part.work.key)
         fetching = self.fetching[part.work.key]
         fetching.position = offset
         fetching.one_by_one_until = max(fetching.one_by_one_until, offset)
@@ -234,43 +253,81 @@ class BatchCopier:
     def _start_fetches(self, fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]]) -> None:
         if self._fetched_from and self._fetched_from <= fetches.keys():
             return  # every leader of the last round still fetches: the partitions are looked at when one answers
-        by_lane: dict[FetchKey, dict[tuple[str, int], int]] = {}
-        unknown = False
-        now = time.monotonic()
         # Bytes held are bounded (the target producer's buffer.memory): queued and in-flight batches plus what
         # the fetches under way may bring. Out of room, nothing is fetched until the target acknowledges.
         room = self._link.producer.room() - sum(self._fetch_limits.get(lane, 0) for lane in fetches)
         if room <= 0:
             return
-        # A different partition first each time: only the first partition with data gets a batch larger than
-        # max.partition.fetch.bytes whole, so a fixed order could starve a later partition's large batch.
-        keys = list(self.parts)
-        self._rotation = (self._rotation + 1) % max(len(keys), 1)
-        for key in keys[self._rotation :] + keys[: self._rotation]:
-            part = self.parts[key]
-            remote = part.work.remote_key
-            if part.paused or self._link.producer.in_flight(remote) >= MAX_QUEUED_BATCHES:
-                continue
-            if not self._link.producer.ready(remote):
-                continue  # not fetched before the target partition takes batches (probed: see BatchProducer.ready)
-            if not self._epoch_checked(key):
-                continue
-            node = self._link.fetcher.leader(key)
-            if node is None:
-                unknown = True
-                continue
-            # a distant leader's partitions are spread over several sessions fetched at once (BatchFetcher.lanes)
-            lane = (node, self._order.get(key, 0) % self._link.fetcher.lanes(node))
-            if lane not in fetches and now >= self._node_retry_at.get(node, 0.0):
-                by_lane.setdefault(lane, {})[key] = self.fetching[key].position
+        now = time.monotonic()
+        self._look(now)
+        by_lane = {
+            lane: members
+            for lane, members in self._members.items()
+            if members and lane not in fetches and now >= self._node_retry_at.get(lane[0], 0.0)
+        }
         # each fetch may bring its share of the room, and never more than a part of the bound
         share = min(room // max(len(by_lane), 1), self._link.producer.buffer_bytes // FETCH_SHARE_OF_BUFFER)
         self._fetched_from = set(by_lane) | (set(fetches) if by_lane else set())
-        for lane, positions in by_lane.items():
+        self._rotation += 1
+        for lane, members in by_lane.items():
+            # A different partition first each time: only the first partition with data gets a batch larger than
+            # max.partition.fetch.bytes whole, so a fixed order could starve a later partition's large batch.
+            keys = list(members)
+            first = self._rotation % len(keys)
+            positions = {key: self.fetching[key].position for key in keys[first:] + keys[:first]}
             self._fetch_limits[lane] = share
             fetches[lane] = asyncio.ensure_future(self._link.fetcher.fetch(lane[0], positions, share, lane[1]))
+
+    def _look(self, now: float) -> None:
+        """Decide again which partitions are fetched, and in which lane: all of them after the metadata, a round
+        trip or the target's readiness changed, and every LOOK_AGAIN_S in any case; otherwise only those touched
+        since the last round."""
+        seen = (self._link.fetcher.changes, self._link.producer.readiness_changes)
+        keys: Iterable[PartitionKey]
+        if seen != self._looked_at or now >= self._next_look:
+            self._looked_at, self._next_look = seen, now + LOOK_AGAIN_S
+            keys, self._touched = list(self.parts), set()
+        else:
+            keys, self._touched = self._touched, set()
+        unknown = False
+        for key in keys:
+            part = self.parts.get(key)
+            lane = None if part is None else self._lane_now(part)
+            if lane == NO_LEADER:
+                unknown, lane = True, None
+            self._place(key, lane)
         if unknown:
             self._refresh()
+
+    def _lane_now(self, part: PartitionCopy) -> FetchKey | None:
+        """The lane `part` is fetched in now; None while it may not be fetched (held, as many batches waiting for
+        the target as a partition may have, a target partition not taking batches yet, a leader epoch to check),
+        NO_LEADER while its leader is unknown."""
+        key, remote = part.work.key, part.work.remote_key
+        producer = self._link.producer
+        if part.paused or producer.in_flight(remote) >= MAX_QUEUED_BATCHES:
+            return None
+        if not producer.ready(remote):
+            return None  # not fetched before the target partition takes batches (probed: see BatchProducer.ready)
+        if not self._epoch_checked(key):
+            return None
+        node = self._link.fetcher.leader(key)
+        if node is None:
+            return NO_LEADER
+        # a distant leader's partitions are spread over several sessions fetched at once (BatchFetcher.lanes)
+        return (node, self._order.get(key, 0) % self._link.fetcher.lanes(node))
+
+    def _place(self, key: PartitionKey, lane: FetchKey | None) -> None:
+        old = self._lane_of.get(key)
+        if old == lane:
+            return
+        if old is not None:
+            del self._members[old][key]
+        if lane is None:
+            del self._lane_of[key]
+        else:
+            self._lane_of[key] = lane
+            self._members.setdefault(lane, {})[key] = None
 
     # -- leader epochs (KIP-320) ------------------------------------------------------------------------
     def _epoch_checked(self, key: tuple[str, int]) -> bool:
@@ -301,10 +358,12 @@ class BatchCopier:
                 answered = False
             if not answered:  # an epoch the leader does not know yet, a leader that moved again, a lost
                 # connection: ask again after new metadata
+                self._touch(key)
                 self.read_errors += 1
                 self._refresh()
                 continue
             fetching.validated = self._link.fetcher.epoch(key)
+            self._touch(key)
             if 0 <= end_offset < fetching.position:
                 self._diverged(part, fetching, end_offset)
 
@@ -321,6 +380,7 @@ class BatchCopier:
             if part.diverged_at is None or part.in_flight:
                 continue
             fetching = self.fetching[key]
+            self._touch(key)
             part.rewind()
             fetching.position = part.position
             fetching.one_by_one_until = min(fetching.one_by_one_until, part.position - 1)
@@ -344,6 +404,7 @@ class BatchCopier:
         if fetched and all(answer.error for answer in fetched.values()):
             self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
         out_of_range: list[tuple[PartitionCopy, Fetching]] = []
+        self._touched.update(fetched)
         for key, answer in fetched.items():
             part, fetching = self.parts.get(key), self.fetching.get(key)
             if part is None or fetching is None or part.paused or answer.requested != fetching.position:
@@ -527,6 +588,7 @@ class BatchCopier:
                 self._progress_landed(landed, landed.batch.note)
                 continue
             part, upstream, newest_ms = landed.batch.note
+            self._touch(part.work.key)
             if landed.outcome is Outcome.ACKNOWLEDGED:
                 part.landed(upstream, landed.base_offset, newest_ms)
             elif landed.outcome is Outcome.DROPPED:

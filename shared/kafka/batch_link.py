@@ -175,6 +175,9 @@ class BatchFetcher:
         self._sessions: dict[tuple[int, int], FetchSession] = {}  # per source leader and lane
         self.round_trips: dict[int, float] = {}  # per source leader: the shortest ApiVersions round trip seen
         self._measuring: dict[int, asyncio.Task[None]] = {}
+        # Counts the times leaders, leader epochs or round trips (lanes) may have changed: a caller that keeps
+        # where each partition is fetched looks at every partition again when it moved on.
+        self.changes = 0
 
     async def start(self, topics: Sequence[str]) -> None:
         """Connect, read the metadata and leader epochs, and measure the round trip to every source broker (so
@@ -269,6 +272,7 @@ class BatchFetcher:
             pass
         if shortest is not None:
             self.round_trips[node] = shortest
+            self.changes += 1
             self._open_lanes(node)
         else:
             self._measuring.pop(node, None)
@@ -291,6 +295,7 @@ class BatchFetcher:
         with contextlib.suppress(AioKafkaError, asyncio.TimeoutError):
             await asyncio.wait_for(self._client.force_metadata_update(), timeout=10)
         await self._refresh_epochs()
+        self.changes += 1
 
     async def _refresh_epochs(self) -> None:
         """The partitions' leader epochs (aiokafka's own metadata has none); kept as they were on a failure."""
@@ -454,6 +459,9 @@ class BatchProducer:
         self._timeout_ms = request_timeout_ms
         self._delivery_timeout_s = delivery_timeout_s
         self._lanes: dict[PartitionKey, _Lane] = {}
+        # Counts the times a partition was found ready or not ready by the producer itself (a probe's answer, a
+        # new partition's leader refusing its first batch), for a caller that keeps which partitions it fetches.
+        self.readiness_changes = 0
         self._landed: list[Landed] = []
         self._changed = asyncio.Event()
         self._requests: set[asyncio.Task[None]] = set()
@@ -652,6 +660,7 @@ class BatchProducer:
             # asked whether it is ready with a ListOffsets of a few bytes, not sent the batch again and again.
             self._send_again(lane, batch)
             lane.mark_unready(time.monotonic())
+            self.readiness_changes += 1
         elif lane.resend or answer is None or is_retriable(error) or lane.in_flight[0] is not batch:
             self._send_again(lane, batch)  # (not the head: answered before an earlier batch, a connection replaced)
         elif error == 0:
@@ -734,6 +743,7 @@ class BatchProducer:
                 continue
             if key in ready:
                 lane.unready, lane.unready_since, lane.retry_at, lane.failures = False, None, 0.0, 0
+                self.readiness_changes += 1
             else:
                 lane.failures += 1
                 lane.retry_at = now + self._retry_delay(lane.failures)

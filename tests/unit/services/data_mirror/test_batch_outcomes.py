@@ -252,6 +252,7 @@ class _QuietFetcher:
     """A source with nothing new: every fetch comes back empty after a moment."""
 
     lane_count = 1  # how many fetches the source leader takes at once (its distance)
+    changes = 0  # the metadata never changes
 
     def leader(self, _key: tuple[str, int]) -> int:
         return 1
@@ -462,3 +463,77 @@ async def test_a_distant_source_leader_is_fetched_in_several_sessions_at_once_ov
         lanes.setdefault(lane, set()).update(asked)
     assert [len(partitions) for partitions in lanes.values()] == [2, 2, 2]  # each partition in one lane only
     assert set().union(*lanes.values()) == {("orders", p) for p in range(6)}
+
+
+class _ManyPartitionTarget(_TwoPartitionTarget):
+    """A target whose `partitions` partitions all take batches."""
+
+    def __init__(self, partitions: int) -> None:
+        super().__init__()
+        self.created = set(range(partitions))
+        self.by_partition = {p: [] for p in range(partitions)}
+        self.next_offsets = dict.fromkeys(range(partitions), 0)
+
+
+class _SessionFetcher(_LogFetcher):
+    """A fetch session over many partitions of which only `busy` has data: each answer names only the partitions
+    with records, as an incremental fetch session's does."""
+
+    def __init__(self, stored: bytes, busy: tuple[str, int]) -> None:
+        super().__init__(stored)
+        self.busy = busy
+
+    async def fetch(
+        self, _node: int, positions: Any, _limit: int, lane: int = 0
+    ) -> dict[tuple[str, int], PartitionFetch]:
+        await asyncio.sleep(self.round_trip_s)
+        self.asked.append(set(positions))
+        position = positions.get(self.busy)
+        if position is None or position >= 10:
+            return {}
+        return {self.busy: PartitionFetch(position, 0, 10, 10, 0, [], self.stored)}
+
+
+@pytest.mark.asyncio
+async def test_a_round_weighs_only_the_partitions_something_happened_to_and_keeps_the_quiet_ones_fetched() -> None:
+    """A task of 2,000 partitions, one of them busy: each round looks again at the partitions that were answered,
+    landed, held or released, not at every one (a fetch per round trip would cost 2,000 look-ups, most of a core
+    at thousands of partitions); the quiet partitions stay in every fetch, a held one leaves it until released."""
+    partitions = 2000
+    busy, held = ("orders", 0), ("orders", 5)
+    target = _ManyPartitionTarget(partitions)
+    fetcher = _SessionFetcher(stored_batch(0, 10), busy)
+    task = _copier_between(fetcher, target, partitions)
+    looked_at: list[tuple[str, int]] = []
+    in_flight = task._link.producer.in_flight
+
+    def counted(key: tuple[str, int]) -> int:
+        looked_at.append(key)
+        return in_flight(key)
+
+    task._link.producer.in_flight = counted  # type: ignore[method-assign]
+    keys = [f"k{offset}".encode() for offset in range(10)]
+    for _ in range(50):
+        await task.step()
+        if target.by_partition[0] == keys:
+            break
+    assert target.by_partition[0] == keys, "the busy partition's records, once, in order"
+
+    task._next_look = float("inf")  # no periodic look during what follows
+    looked_at.clear()
+    rounds = len(fetcher.asked)
+    for _ in range(5):
+        await task.step()
+    assert len(fetcher.asked) > rounds
+    assert len(looked_at) <= 5 * 2, f"{len(looked_at)} partitions looked at in 5 rounds"
+    assert all(len(asked) == partitions for asked in fetcher.asked[rounds:]), "the quiet partitions stay fetched"
+
+    task.hold(task.parts[held])
+    await task.step()
+    await task.step()
+    assert held not in fetcher.asked[-1]
+    task.release(task.parts[held], 0)
+    await task.step()
+    await task.step()
+    assert held in fetcher.asked[-1]
+    assert len(fetcher.asked[-1]) == partitions
