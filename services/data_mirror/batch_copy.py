@@ -116,7 +116,7 @@ class BatchCopier:
         self._fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
         self._refreshed = 0.0
         self._refreshing: asyncio.Future[None] | None = None
-        self._rotation = 0
+        self._rotations: dict[FetchKey, int] = {}  # per lane: which of its partitions its next fetch names first
         self._node_retry_at: dict[int, float] = {}
         self._fetch_limits: dict[FetchKey, int] = {}  # (source leader, lane) -> the bytes its fetch may bring
         self._fetched_from: set[FetchKey] = set()  # the leaders' lanes the last round of fetches went to
@@ -128,6 +128,7 @@ class BatchCopier:
         self._lane_of: dict[PartitionKey, FetchKey] = {}
         self._members: dict[FetchKey, dict[PartitionKey, None]] = {}
         self._touched: set[PartitionKey] = set()
+        self._leaderless: set[PartitionKey] = set()  # looked at with no leader known: new metadata is asked for
         self._next_look = 0.0  # when every partition is looked at again
         self._looked_at: tuple[int, int] = (-1, -1)  # the fetcher's and the producer's changes at the last full look
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
@@ -155,6 +156,7 @@ class BatchCopier:
         self.fetching = {key: Fetching(part.position) for key, part in parts.items()}
         self._order = {key: index for index, key in enumerate(sorted(parts))}
         self._lane_of, self._members, self._touched, self._next_look = {}, {}, set(), 0.0
+        self._leaderless, self._rotations = set(), {}
 
     def _touch(self, key: PartitionKey) -> None:
         """Something happened to `key` that may change whether and where it is fetched: the next round looks."""
@@ -268,12 +270,12 @@ class BatchCopier:
         # each fetch may bring its share of the room, and never more than a part of the bound
         share = min(room // max(len(by_lane), 1), self._link.producer.buffer_bytes // FETCH_SHARE_OF_BUFFER)
         self._fetched_from = set(by_lane) | (set(fetches) if by_lane else set())
-        self._rotation += 1
         for lane, members in by_lane.items():
             # A different partition first each time: only the first partition with data gets a batch larger than
             # max.partition.fetch.bytes whole, so a fixed order could starve a later partition's large batch.
             keys = list(members)
-            first = self._rotation % len(keys)
+            self._rotations[lane] = self._rotations.get(lane, -1) + 1
+            first = self._rotations[lane] % len(keys)
             positions = {key: self.fetching[key].position for key in keys[first:] + keys[:first]}
             self._fetch_limits[lane] = share
             fetches[lane] = asyncio.ensure_future(self._link.fetcher.fetch(lane[0], positions, share, lane[1]))
@@ -289,15 +291,17 @@ class BatchCopier:
             keys, self._touched = list(self.parts), set()
         else:
             keys, self._touched = self._touched, set()
-        unknown = False
         for key in keys:
             part = self.parts.get(key)
             lane = None if part is None else self._lane_now(part)
             if lane == NO_LEADER:
-                unknown, lane = True, None
+                self._leaderless.add(key)
+                lane = None
+            else:
+                self._leaderless.discard(key)
             self._place(key, lane)
-        if unknown:
-            self._refresh()
+        if self._leaderless:
+            self._refresh()  # (at most every REFRESH_EVERY_S)
 
     def _lane_now(self, part: PartitionCopy) -> FetchKey | None:
         """The lane `part` is fetched in now; None while it may not be fetched (held, as many batches waiting for

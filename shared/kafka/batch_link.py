@@ -184,6 +184,7 @@ class BatchFetcher:
         the first fetches of a distant one already go in lanes: a few round trips, while the target connects)."""
         self._topics = list(topics)
         await self._client.bootstrap()
+        self._client.cluster.add_listener(self._metadata_updated)  # aiokafka refreshes it by itself too
         await self._client.set_topics(self._topics)
         await self._refresh_epochs()
         brokers = [int(broker.nodeId) for broker in self._client.cluster.brokers()]
@@ -198,6 +199,9 @@ class BatchFetcher:
             if closing is not None:
                 await closing
         await self._client.close()
+
+    def _metadata_updated(self, _cluster: object) -> None:
+        self.changes += 1  # leaders may have moved
 
     def _drop_lane_client(self, lane: int) -> asyncio.Future[None] | None:
         """Forget `lane`'s own client; the closing of its connections, if it had any."""
