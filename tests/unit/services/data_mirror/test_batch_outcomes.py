@@ -404,6 +404,14 @@ def _copier_between(fetcher: _LogFetcher, target: RecordingBroker, partitions: i
     return task
 
 
+async def _steps_until(task: BatchCopier, done: Any, rounds: int) -> None:
+    """Step the copier until `done()` or `rounds` steps passed (the caller asserts what it waited for)."""
+    for _ in range(rounds):
+        await task.step()
+        if done():
+            return
+
+
 @pytest.mark.asyncio
 async def test_a_partition_the_target_has_not_created_yet_is_not_fetched_while_the_others_copy() -> None:
     """A fresh mirror of thousands of partitions: the target creates them one by one over tens of seconds. Data
@@ -414,31 +422,32 @@ async def test_a_partition_the_target_has_not_created_yet_is_not_fetched_while_t
     task = _copier_between(fetcher, target, partitions=2)
     keys = [f"k{offset}".encode() for offset in range(10)]
 
-    for _ in range(200):
-        await task.step()
-        if target.by_partition[1] == keys:
-            break
+    await _steps_until(task, lambda: target.by_partition[1] == keys, 200)
     assert target.by_partition[1] == keys, "the created partition copies while the other waits"
     assert all(("orders", 0) not in asked for asked in fetcher.asked), "nothing fetched for the missing one"
     assert target.by_partition[0] == []
 
     target.create()
-    for _ in range(200):
-        await task.step()
-        if target.by_partition[0] == keys:
-            break
+    await _steps_until(task, lambda: target.by_partition[0] == keys, 200)
     assert target.by_partition[0] == keys, "copied once its leader serves it, every record once, in order"
     assert target.by_partition[1] == keys
 
 
-class _CreatedTarget(_TwoPartitionTarget):
+class _ManyPartitionTarget(_TwoPartitionTarget):
+    """A target whose `partitions` partitions all take batches."""
+
+    def __init__(self, partitions: int) -> None:
+        super().__init__()
+        self.created = set(range(partitions))
+        self.by_partition = {p: [] for p in range(partitions)}
+        self.next_offsets = dict.fromkeys(range(partitions), 0)
+
+
+class _CreatedTarget(_ManyPartitionTarget):
     """A target whose partitions 0-5 all take batches."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.created = set(range(6))
-        self.by_partition = {p: [] for p in range(6)}
-        self.next_offsets = dict.fromkeys(range(6), 0)
+        super().__init__(6)
 
 
 @pytest.mark.asyncio
@@ -451,10 +460,7 @@ async def test_a_distant_source_leader_is_fetched_in_several_sessions_at_once_ov
     task = _copier_between(fetcher, target, partitions=6)
     keys = [f"k{offset}".encode() for offset in range(10)]
 
-    for _ in range(200):
-        await task.step()
-        if all(target.by_partition[p] == keys for p in range(6)):
-            break
+    await _steps_until(task, lambda: all(target.by_partition[p] == keys for p in range(6)), 200)
     assert all(target.by_partition[p] == keys for p in range(6)), target.by_partition
     assert fetcher.most_in_flight == 3
     assert set(fetcher.lanes_asked) == {0, 1, 2}
@@ -463,16 +469,6 @@ async def test_a_distant_source_leader_is_fetched_in_several_sessions_at_once_ov
         lanes.setdefault(lane, set()).update(asked)
     assert [len(partitions) for partitions in lanes.values()] == [2, 2, 2]  # each partition in one lane only
     assert set().union(*lanes.values()) == {("orders", p) for p in range(6)}
-
-
-class _ManyPartitionTarget(_TwoPartitionTarget):
-    """A target whose `partitions` partitions all take batches."""
-
-    def __init__(self, partitions: int) -> None:
-        super().__init__()
-        self.created = set(range(partitions))
-        self.by_partition = {p: [] for p in range(partitions)}
-        self.next_offsets = dict.fromkeys(range(partitions), 0)
 
 
 class _SessionFetcher(_LogFetcher):
@@ -513,10 +509,7 @@ async def test_a_round_weighs_only_the_partitions_something_happened_to_and_keep
 
     task._link.producer.in_flight = counted  # type: ignore[method-assign]
     keys = [f"k{offset}".encode() for offset in range(10)]
-    for _ in range(50):
-        await task.step()
-        if target.by_partition[0] == keys:
-            break
+    await _steps_until(task, lambda: target.by_partition[0] == keys, 50)
     assert target.by_partition[0] == keys, "the busy partition's records, once, in order"
 
     task._next_look = float("inf")  # no periodic look during what follows
