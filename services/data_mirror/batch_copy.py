@@ -352,6 +352,7 @@ class BatchCopier:
             if not check.done():
                 continue
             del self._validations[key]
+            self._touch(key)  # answered or not, whether it may be fetched is decided again
             part, fetching = self.parts.get(key), self.fetching.get(key)
             if part is None or fetching is None:
                 continue
@@ -362,12 +363,10 @@ class BatchCopier:
                 answered = False
             if not answered:  # an epoch the leader does not know yet, a leader that moved again, a lost
                 # connection: ask again after new metadata
-                self._touch(key)
                 self.read_errors += 1
                 self._refresh()
                 continue
             fetching.validated = self._link.fetcher.epoch(key)
-            self._touch(key)
             if 0 <= end_offset < fetching.position:
                 self._diverged(part, fetching, end_offset)
 
