@@ -132,6 +132,7 @@ class BatchCopier:
         self._next_look = 0.0  # when every partition is looked at again
         self._looked_at: tuple[int, int] = (-1, -1)  # the fetcher's and the producer's changes at the last full look
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
+        self._bound_per_lane = "buffer.memory" not in spec.target_producer  # unset: the bound grows with distance
         self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
 
     @property
@@ -257,7 +258,8 @@ class BatchCopier:
             return  # every leader of the last round still fetches: the partitions are looked at when one answers
         # Bytes held are bounded (the target producer's buffer.memory): queued and in-flight batches plus what
         # the fetches under way may bring. Out of room, nothing is fetched until the target acknowledges.
-        room = self._link.producer.room() - sum(self._fetch_limits.get(lane, 0) for lane in fetches)
+        bound = self._byte_bound()
+        room = bound - self._link.producer.buffered_bytes - sum(self._fetch_limits.get(lane, 0) for lane in fetches)
         if room <= 0:
             return
         now = time.monotonic()
@@ -268,7 +270,7 @@ class BatchCopier:
             if members and lane not in fetches and now >= self._node_retry_at.get(lane[0], 0.0)
         }
         # each fetch may bring its share of the room, and never more than a part of the bound
-        share = min(room // max(len(by_lane), 1), self._link.producer.buffer_bytes // FETCH_SHARE_OF_BUFFER)
+        share = min(room // max(len(by_lane), 1), bound // FETCH_SHARE_OF_BUFFER)
         self._fetched_from = set(by_lane) | (set(fetches) if by_lane else set())
         for lane, members in by_lane.items():
             # A different partition first each time: only the first partition with data gets a batch larger than
@@ -279,6 +281,15 @@ class BatchCopier:
             positions = {key: self.fetching[key].position for key in keys[first:] + keys[:first]}
             self._fetch_limits[lane] = share
             fetches[lane] = asyncio.ensure_future(self._link.fetcher.fetch(lane[0], positions, share, lane[1]))
+
+    def _byte_bound(self) -> int:
+        """The bytes this task may hold (queued for the target, in flight to it, and what its fetches under way may
+        bring): the target producer's buffer.memory; when the flow sets none, Kafka's default once per fetch lane of
+        the most distant source leader. A far leader's data spends a round trip on the link before it is held here:
+        with one default bound for all its lanes, each fetch waited for the target to free room, and at 150 ms the
+        copy ran at half its near rate (the bandwidth-delay product was the limit, not the link or the CPU)."""
+        bound = self._link.producer.buffer_bytes
+        return bound * self._link.fetcher.most_lanes() if self._bound_per_lane else bound
 
     def _look(self, now: float) -> None:
         """Decide again which partitions are fetched, and in which lane: all of them after the metadata, a round

@@ -257,6 +257,11 @@ class BatchFetcher:
             return 1
         return max(1, min(MAX_FETCH_LANES, 1 + int(round_trip / NEAR_ROUND_TRIP_S)))
 
+    def most_lanes(self) -> int:
+        """The lanes of the most distant source broker measured so far (1 while none is): how many fetches at
+        most are under way to one broker at once."""
+        return max((self.lanes(node) for node in self.round_trips), default=1)
+
     def partition_bytes(self, node: int) -> int:
         """The per-partition fetch size for `node`: the consumer's, or the default times the lanes."""
         if self._partition_max_bytes is not None:
@@ -458,7 +463,7 @@ class BatchProducer:
         # as an encoded copy of batches already counted once (a target that stops answering would hold them all).
         self._max_in_flight_requests = max(1, max_in_flight_requests)
         self._node_requests: dict[int, int] = {}  # requests in flight per target broker
-        self.buffer_bytes = buffer_bytes  # what the caller may hold here, queued and in flight (it fetches less)
+        self.buffer_bytes = buffer_bytes  # buffer.memory: sizes the caller's byte bound (BatchCopier._byte_bound)
         self.buffered_bytes = 0
         self._timeout_ms = request_timeout_ms
         self._delivery_timeout_s = delivery_timeout_s
@@ -529,10 +534,6 @@ class BatchProducer:
             lane.mark_unready(time.monotonic())
             return False
         return not lane.unready
-
-    def room(self) -> int:
-        """Bytes the caller may still fetch for sending: the buffer's size less what is queued and in flight."""
-        return self.buffer_bytes - self.buffered_bytes
 
     def _land(self, *landed: Landed) -> None:
         """Book outcomes; their batches leave the buffer."""

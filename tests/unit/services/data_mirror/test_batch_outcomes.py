@@ -22,7 +22,7 @@ from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.task_entry import task_loop
 from services.data_mirror.task_loop import TaskLoop
-from shared.kafka.batch_link import BatchProducer, PartitionFetch
+from shared.kafka.batch_link import DEFAULT_BUFFER_BYTES, BatchProducer, PartitionFetch
 from shared.kafka.error_codes import (
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
@@ -260,6 +260,9 @@ class _QuietFetcher:
     def lanes(self, _node: int) -> int:
         return self.lane_count
 
+    def most_lanes(self) -> int:
+        return self.lane_count
+
     def epoch(self, _key: tuple[str, int]) -> int:
         return -1
 
@@ -375,13 +378,17 @@ class _LogFetcher(_QuietFetcher):
         self.asked: list[set[tuple[str, int]]] = []
         self.lanes_asked: list[int] = []
         self.in_flight = self.most_in_flight = 0
+        self.bytes_asked = self.most_bytes_asked = 0  # the fetches' size limits under way at once
 
     async def fetch(
-        self, _node: int, positions: Any, _limit: int, lane: int = 0
+        self, _node: int, positions: Any, limit: int, lane: int = 0
     ) -> dict[tuple[str, int], PartitionFetch]:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.bytes_asked += limit
+        self.most_bytes_asked = max(self.most_bytes_asked, self.bytes_asked)
         await asyncio.sleep(self.round_trip_s)
+        self.bytes_asked -= limit
         self.in_flight -= 1
         self.asked.append(set(positions))
         self.lanes_asked.append(lane)
@@ -391,11 +398,19 @@ class _LogFetcher(_QuietFetcher):
         }
 
 
-def _copier_between(fetcher: _LogFetcher, target: RecordingBroker, partitions: int) -> BatchCopier:
-    """A batch copier of `partitions` partitions of "orders" from `fetcher`'s source to `target`."""
-    spec = dataclasses.replace(_spec(partitions), copy_batches=True)
+def _copier_between(
+    fetcher: _LogFetcher, target: RecordingBroker, partitions: int, buffer_memory: int | None = None
+) -> BatchCopier:
+    """A batch copier of `partitions` partitions of "orders" from `fetcher`'s source to `target` (with the target
+    producer's `buffer.memory` when given, Kafka's default when not)."""
+    producer_props = {} if buffer_memory is None else {"buffer.memory": str(buffer_memory)}
+    spec = dataclasses.replace(_spec(partitions), copy_batches=True, target_producer=producer_props)
     producer = BatchProducer(
-        target, request_timeout_ms=1_000, delivery_timeout_s=30, retry_backoff=Backoff(first_s=0.01, max_s=0.02)
+        target,
+        request_timeout_ms=1_000,
+        delivery_timeout_s=30,
+        retry_backoff=Backoff(first_s=0.01, max_s=0.02),
+        buffer_bytes=DEFAULT_BUFFER_BYTES if buffer_memory is None else buffer_memory,
     )
     producer.producer_id, producer.producer_epoch = 7, 0
     task = BatchCopier(spec, None, Clock(3600))  # type: ignore[arg-type]
@@ -469,6 +484,27 @@ async def test_a_distant_source_leader_is_fetched_in_several_sessions_at_once_ov
         lanes.setdefault(lane, set()).update(asked)
     assert [len(partitions) for partitions in lanes.values()] == [2, 2, 2]  # each partition in one lane only
     assert set().union(*lanes.values()) == {("orders", p) for p in range(6)}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("buffer_memory", [None, DEFAULT_BUFFER_BYTES])
+async def test_a_distant_leader_may_have_one_byte_bound_under_way_per_lane_unless_the_flow_sets_buffer_memory(
+    buffer_memory: int | None,
+) -> None:
+    """Data from a far leader spends a round trip on the link before it is held: with one 32 MiB bound for four
+    lanes each fetch waited for room and the copy at 150 ms ran at half its near rate. Unset, the bound is the
+    default once per lane; a buffer.memory the user set is kept whatever the distance."""
+    target = _ManyPartitionTarget(8)
+    fetcher = _LogFetcher(stored_batch(0, 10), round_trip_s=0.05)
+    fetcher.lane_count = 4
+    task = _copier_between(fetcher, target, partitions=8, buffer_memory=buffer_memory)
+    keys = [f"k{offset}".encode() for offset in range(10)]
+
+    await _steps_until(task, lambda: all(target.by_partition[p] == keys for p in range(8)), 200)
+    assert all(target.by_partition[p] == keys for p in range(8)), target.by_partition
+    assert fetcher.most_in_flight == 4
+    bound = 4 * DEFAULT_BUFFER_BYTES if buffer_memory is None else buffer_memory
+    assert fetcher.most_bytes_asked == bound, "the fetches under way may bring the whole bound, and no more"
 
 
 class _SessionFetcher(_LogFetcher):

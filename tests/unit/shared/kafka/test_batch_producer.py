@@ -203,7 +203,7 @@ def test_a_batch_larger_than_the_cap_goes_alone() -> None:
 
 
 @pytest.mark.asyncio
-async def test_the_room_left_shrinks_with_every_batch_held_and_comes_back_as_they_land_or_are_dropped() -> None:
+async def test_the_bytes_held_grow_with_every_batch_and_come_back_down_as_they_land_or_are_dropped() -> None:
     broker = _Broker()
     producer = BatchProducer(broker, request_timeout_ms=1_000, delivery_timeout_s=30, buffer_bytes=10_000)
     producer.producer_id, producer.producer_epoch = 7, 0
@@ -211,15 +211,15 @@ async def test_the_room_left_shrinks_with_every_batch_held_and_comes_back_as_the
     for batch in batches:
         producer.send(batch)
     held = sum(len(batch.payload) for batch in batches)
-    assert producer.room() == 10_000 - held
+    assert producer.buffered_bytes == held
     assert [x.outcome for x in await _run(producer, 2)] == [ACKED, ACKED]
-    assert producer.room() == 10_000
+    assert producer.buffered_bytes == 0
 
     broker.script.append(MESSAGE_TOO_LARGE)
     for note in "xy":
         producer.send(_batch(2, note))
     assert [x.outcome for x in await _run(producer, 2)] == [REFUSED, DROPPED]
-    assert producer.room() == 10_000, "a refused or dropped batch is no longer held"
+    assert producer.buffered_bytes == 0, "a refused or dropped batch is no longer held"
 
 
 class _SlowBroker:
@@ -386,7 +386,7 @@ async def test_a_partition_met_for_the_first_time_is_ready_only_once_a_probe_fin
     assert producer.ready(key)
     assert broker.probes == 3, "asked until its leader answered"
     assert broker.produced == 0
-    assert producer.room() == producer.buffer_bytes
+    assert producer.buffered_bytes == 0
 
 
 @pytest.mark.asyncio
