@@ -95,9 +95,9 @@ class OffsetSyncsPlace:
         return flow.source_consumer_props() if self.on_source else flow.target_consumer_props()
 
 
-def offset_syncs_place(flow: FlowConfig) -> OffsetSyncsPlace:
-    """`mm2-offset-syncs.<other cluster>.internal` on the source or the target, as the flow's settings say."""
-    policy = FlowTopics.for_flow(flow).policy
+def offset_syncs_place(flow: FlowConfig, policy: ReplicationPolicy) -> OffsetSyncsPlace:
+    """`mm2-offset-syncs.<other cluster>.internal` (as `flow`'s `policy` names it) on the source or the target, as
+    the flow's settings say."""
     if flow.settings.offset_syncs_topic_location == "source":
         return OffsetSyncsPlace(policy.offset_syncs_topic(flow.target), flow.source, on_source=True)
     return OffsetSyncsPlace(policy.offset_syncs_topic(flow.source), flow.target, on_source=False)

@@ -14,12 +14,11 @@ import asyncio
 
 import structlog
 
-from shared.cluster_watch import ClusterWatch
-from shared.config import FlowConfig
 from shared.control import ControlPublisher
 from shared.control.status_reporter import State
 from shared.error_state import ErrorState
 from shared.errors import StraitError
+from shared.flow_context import FlowContext
 from shared.lease import ShardLease
 from shared.retry import Backoff, retry_async
 from shared.service import Service
@@ -35,18 +34,18 @@ class FlowUnit(Service):
         self,
         *,
         service: str,
-        flow: FlowConfig,
+        context: FlowContext,
         lease: ShardLease,
         publisher: ControlPublisher,
-        watch: ClusterWatch,
         status_interval_s: float,
     ) -> None:
-        self.name = f"{service}:{flow.name}"
+        self.name = f"{service}:{context.name}"
         super().__init__()
-        self.flow = flow
-        self.log = structlog.get_logger(service).bind(flow=flow.name)
+        self.context = context
+        self.flow = context.flow
+        self.log = structlog.get_logger(service).bind(flow=context.name)
         self.lease = lease
-        self.watch = watch
+        self.watch = context.watch()
         self._publisher = publisher
         self._publisher_started = False
         self._status_interval_s = status_interval_s

@@ -19,15 +19,12 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from shared.cluster_watch import ClusterWatch
-from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
 from shared.error_state import FlowHealth
 from shared.errors import AuthorizationError, ConfigError, KafkaOperationError, StraitError
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.flow_unit import FlowUnit
-from shared.lease import ShardLease
 
 
 class LeaderJob(Protocol):
@@ -100,36 +97,24 @@ class LeaderLoop(FlowUnit):
         self,
         *,
         service: str,
-        flow: FlowConfig,
+        context: FlowContext,
         job: LeaderJob,
         publisher: ControlPublisher,
         metrics: LeaderMetrics,
         instance_id: str,
-        watch: ClusterWatch,
         status_interval_s: float = 5.0,
-        replication_factor: int = -1,
     ) -> None:
-        names = FlowTopics.for_flow(flow)
-        lease = ShardLease(
-            flow.target_cluster.consumer_props(),
-            group_id=names.lease_group(service),
-            topic=names.lease_topic(service),
-            shards=1,
-            replication_factor=replication_factor,
-            instance_id=instance_id,
-        )
         super().__init__(
             service=service,
-            flow=flow,
-            lease=lease,
+            context=context,
+            lease=context.lease(service, instance_id=instance_id),
             publisher=publisher,
-            watch=watch,
             status_interval_s=status_interval_s,
         )
         self._job = job
         self._metrics = metrics
         self._reporter = StatusReporter(
-            [publisher], service=service, instance_id=instance_id, flow=flow.name, snapshot=self._snapshot
+            [publisher], service=service, instance_id=instance_id, flow=context.name, snapshot=self._snapshot
         )
         self.is_leader = False
         self._health = FlowHealth(self.log, "sync_failed", "sync_recovered")

@@ -6,9 +6,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher
+from shared.flow_context import FlowContext
 from shared.leader_loop import LeaderJob, LeaderLoop, LeaderMetrics
 from shared.service import Service
 
@@ -38,31 +38,23 @@ class LeaderLoopService(Service):
 
 def leader_flow_loop(
     service: str,
-    flow: FlowConfig,
+    context: FlowContext,
     *,
     instance_id: str,
     status_interval_s: float,
     metrics: LeaderMetrics,
     make_job: Callable[[ControlPublisher, float], LeaderJob],
 ) -> LeaderLoop:
-    """The lease, control publisher and job of one flow; `make_job(publisher, admin_timeout_s)` builds the job.
-
-    Strait's own topics on the target (control, status, lease) are internal topics like the checkpoints one,
-    so they take its replication factor. The flow's two clusters are watched, so the status tells at once
-    when one of them stops answering.
-    """
-    replication_factor = flow.settings.checkpoints_topic_replication_factor
-    publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
+    """The lease, control publisher and job of one flow; `make_job(publisher, admin_timeout_s)` builds the job."""
+    publisher = context.publisher()
     return LeaderLoop(
         service=service,
-        flow=flow,
-        job=make_job(publisher, flow.settings.admin_timeout_ms / 1000),
+        context=context,
+        job=make_job(publisher, context.flow.settings.admin_timeout_ms / 1000),
         publisher=publisher,
         metrics=metrics,
         instance_id=instance_id,
         status_interval_s=status_interval_s,
-        replication_factor=replication_factor,
-        watch=ClusterWatch.for_flows([flow]),
     )
 
 
@@ -81,18 +73,19 @@ def leader_service(
     settings: LeaderSettings,
     flows: Iterable[FlowConfig],
     metrics: LeaderMetrics,
-    make_job: Callable[[FlowConfig, ControlPublisher, float], LeaderJob],
+    make_job: Callable[[FlowContext, ControlPublisher, float], LeaderJob],
 ) -> LeaderLoopService:
-    """The whole service: a LeaderLoop per flow, each running the job `make_job(flow, publisher, timeout_s)` builds."""
+    """The whole service: a LeaderLoop per flow, each running the job `make_job(context, publisher, timeout_s)`."""
+    contexts = [FlowContext.of(flow) for flow in flows]
     loops = [
         leader_flow_loop(
             service,
-            flow,
+            context,
             instance_id=settings.instance_id,
             status_interval_s=settings.status_interval_s,
             metrics=metrics,
-            make_job=functools.partial(make_job, flow),
+            make_job=functools.partial(make_job, context),
         )
-        for flow in flows
+        for context in contexts
     ]
     return LeaderLoopService(loops, name=service)

@@ -14,9 +14,8 @@ import structlog
 
 from services.acl_sync.metrics import AclSyncMetrics
 from services.acl_sync.plan import missing_acls, remote_acls
-from shared.config import FlowConfig
 from shared.errors import StraitError
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.acl_admin import AclAdmin, describe
 
 NO_AUTHORIZER = "security_disabled"
@@ -25,13 +24,13 @@ NO_AUTHORIZER = "security_disabled"
 class AclSyncJob:
     """The LeaderJob of acl-sync for one flow."""
 
-    def __init__(self, flow: FlowConfig, *, source: AclAdmin, target: AclAdmin, metrics: AclSyncMetrics) -> None:
-        self.flow = flow
+    def __init__(self, context: FlowContext, *, source: AclAdmin, target: AclAdmin, metrics: AclSyncMetrics) -> None:
+        self.flow = context.flow
         self._source = source
         self._target = target
         self._metrics = metrics
-        self._topics = FlowTopics.for_flow(flow)
-        self.log = structlog.get_logger("acl-sync").bind(flow=flow.name)
+        self._topics = context.topics
+        self.log = structlog.get_logger("acl-sync").bind(flow=context.name)
         self._without_authorizer: dict[str, str] = {}  # alias -> role, while SECURITY_DISABLED
         self._created = 0
         self._wanted = 0

@@ -8,8 +8,9 @@ from prometheus_client import CollectorRegistry
 from services.acl_sync.job import AclSyncJob
 from services.acl_sync.metrics import AclSyncMetrics
 from services.acl_sync.settings import AclSyncSettings
-from shared.config import FlowConfig, MirrorMakerConfig
+from shared.config import MirrorMakerConfig
 from shared.control import ControlPublisher
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.kafka.acl_admin import AclAdmin
 from shared.leader_service import LeaderLoopService, leader_service
@@ -27,9 +28,10 @@ def build(settings: AclSyncSettings, config: MirrorMakerConfig, registry: Collec
         else:
             structlog.get_logger(SERVICE).info("acl_sync_disabled", flow=flow.name, key="sync.topic.acls.enabled")
 
-    def make_job(flow: FlowConfig, _publisher: ControlPublisher, timeout_s: float) -> AclSyncJob:
+    def make_job(context: FlowContext, _publisher: ControlPublisher, timeout_s: float) -> AclSyncJob:
+        flow = context.flow
         return AclSyncJob(
-            flow,
+            context,
             source=AclAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s),
             target=AclAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s),
             metrics=metrics,

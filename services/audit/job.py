@@ -8,15 +8,16 @@ from typing import Any
 
 from services.audit.metrics import AuditMetrics
 from services.audit.watch import AuditLimits, FlowAudit
-from shared.config import FlowConfig
 from shared.errors import KafkaOperationError, StraitError
+from shared.flow_context import FlowContext
 
 
 class AuditJob:
     """Audits one flow while this instance holds its lease; a loss found stays in the status until restart."""
 
-    def __init__(self, flow: FlowConfig, limits: AuditLimits, metrics: AuditMetrics, interval_s: float) -> None:
-        self.flow = flow
+    def __init__(self, context: FlowContext, limits: AuditLimits, metrics: AuditMetrics, interval_s: float) -> None:
+        self.context = context
+        self.flow = context.flow
         self._limits = limits
         self._metrics = metrics
         self._interval_s = interval_s
@@ -44,7 +45,7 @@ class AuditJob:
 
     def _round(self) -> FlowAudit:
         if self._audit is None:
-            self._audit = FlowAudit(self.flow, self._limits)
+            self._audit = FlowAudit(self.context, self._limits)
         self._audit.round()
         return self._audit
 

@@ -8,8 +8,9 @@ from services.audit.job import AuditJob
 from services.audit.metrics import AuditMetrics
 from services.audit.settings import AuditSettings
 from services.audit.watch import AuditLimits
-from shared.config import FlowConfig, MirrorMakerConfig
+from shared.config import MirrorMakerConfig
 from shared.control import ControlPublisher
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.leader_service import LeaderLoopService, leader_service
 
@@ -21,8 +22,8 @@ def build(settings: AuditSettings, config: MirrorMakerConfig, registry: Collecto
     metrics = AuditMetrics(registry)
     budget_bytes = int(settings.audit_budget_mib_s * 2**20 * settings.audit_interval_s)
 
-    def make_job(flow: FlowConfig, _publisher: ControlPublisher, timeout_s: float) -> AuditJob:
+    def make_job(context: FlowContext, _publisher: ControlPublisher, timeout_s: float) -> AuditJob:
         limits = AuditLimits(budget_bytes, settings.audit_sample_percent, settings.audit_window, max(timeout_s, 30))
-        return AuditJob(flow, limits, metrics, settings.audit_interval_s)
+        return AuditJob(context, limits, metrics, settings.audit_interval_s)
 
     return leader_service(SERVICE, settings, selected_flows(config, settings.flows), metrics.common, make_job)

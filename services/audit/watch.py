@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from services.audit.findings import AuditTotals
-from shared.config import FlowConfig
-from shared.control.topic_names import progress_topic
-from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.flow_context import FlowContext
 from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import PartitionReader
@@ -56,21 +54,21 @@ class AuditLimits:
 class FlowAudit:
     """The audit of one flow while this instance leads it."""
 
-    def __init__(self, flow: FlowConfig, limits: AuditLimits) -> None:
-        self.flow = flow
+    def __init__(self, context: FlowContext, limits: AuditLimits) -> None:
+        flow = self.flow = context.flow
         self.limits = limits
         self.totals = AuditTotals()
         self.positions: dict[tuple[str, int], int] = {}  # what the audit has verified up to, per source partition
-        self._topics = FlowTopics.for_flow(flow)
+        self._topics = context.topics
         self._source = PartitionEntries(flow.source_consumer_props(), timeout_s=limits.timeout_s)
         self._target = PartitionEntries(flow.target_consumer_props(), timeout_s=limits.timeout_s)
-        progress = progress_topic(flow.source)
+        progress = context.progress_topic
         self._progress_follower = ProgressFollower(flow.target_consumer_props(), progress, flow.name)
         self._copied = {
             key: value.next_offset
             for key, value in load_progress(flow.target_consumer_props(), progress, flow.name).items()
         }
-        place = offset_syncs_place(flow)
+        place = context.offset_syncs
         self._syncs_reader = PartitionReader(place.consumer_props(flow), place.topic, group_id=AUDIT_READER_GROUP)
         self._syncs = SyncIndex()
         self._watched: dict[tuple[str, int], _Watched] = {}

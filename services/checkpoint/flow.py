@@ -29,21 +29,17 @@ from services.checkpoint.offset_syncer import GroupOffsetSyncer
 from services.checkpoint.rules import CheckpointRules
 from services.checkpoint.settings import CheckpointSettings
 from services.checkpoint.status import CheckpointStatus
-from shared.cluster_watch import ClusterWatch
-from shared.config import FlowConfig
-from shared.control import ControlPublisher
 from shared.control.status_reporter import State
 from shared.error_state import FlowHealth
 from shared.errors import StraitError
 from shared.filters import DefaultGroupFilter
-from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.flow_context import FlowContext
 from shared.flow_unit import FlowUnit
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.kafka.group_offsets import GroupAdmin, GroupOffsets
 from shared.kafka.group_requests import GroupOffsetsClient
 from shared.kafka.record_writer import LoopRecordWriter
 from shared.kafka.topic_admin import TopicAdmin
-from shared.lease import ShardLease
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import Checkpoint
 from shared.records.reading import decoded
@@ -59,31 +55,21 @@ YIELD_EVERY_CHECKPOINTS = 2000
 class FlowCheckpointer(FlowUnit):
     """One flow's checkpoints: a child unit of the checkpoint service (shared/flow_unit.py's lifecycle)."""
 
-    def __init__(self, flow: FlowConfig, settings: CheckpointSettings, metrics: CheckpointMetrics) -> None:
-        topics = FlowTopics.for_flow(flow)
-        replication_factor = flow.settings.checkpoints_topic_replication_factor
-        publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
-        lease = ShardLease(
-            flow.target_consumer_props(),
-            group_id=topics.lease_group(SERVICE),
-            topic=topics.lease_topic(SERVICE),
-            shards=settings.shards,
-            replication_factor=replication_factor,
-            instance_id=settings.instance_id,
-        )
+    def __init__(self, context: FlowContext, settings: CheckpointSettings, metrics: CheckpointMetrics) -> None:
+        flow, topics = context.flow, context.topics
+        publisher = context.publisher()
         super().__init__(
             service=SERVICE,
-            flow=flow,
-            lease=lease,
+            context=context,
+            lease=context.lease(SERVICE, instance_id=settings.instance_id, shards=settings.shards),
             publisher=publisher,
-            watch=ClusterWatch.for_flows([flow]),
             status_interval_s=settings.status_interval_s,
         )
         self._settings = flow.settings
         self._metrics = metrics
         self._group_filter = DefaultGroupFilter(self._settings.groups, self._settings.groups_exclude)
         self.checkpoints_topic = topics.checkpoints_topic
-        syncs = offset_syncs_place(flow)
+        syncs = context.offset_syncs
         self.offset_syncs_topic, self._syncs_props = syncs.topic, syncs.consumer_props(flow)
         self.store: OffsetSyncStore | None = None
         self.table = CheckpointTable(self._group_filter.should_replicate_group)
@@ -91,7 +77,7 @@ class FlowCheckpointer(FlowUnit):
             flow.source, flow.target, topics.policy, topics.topic_filter, self._translate, self._is_exact
         )
         self._checkpointer = Checkpointer(rules, self.table.for_group)
-        self._replication_factor = replication_factor
+        self._replication_factor = context.internal_replication_factor
         self._timeout_s = self._settings.admin_timeout_ms / 1000
         self._target_admin: TopicAdmin | None = None
         self.status = CheckpointStatus(self, settings.instance_id, publisher)
@@ -101,7 +87,7 @@ class FlowCheckpointer(FlowUnit):
         self.feed = GroupFeed(
             flow,
             self._group_filter,
-            lease,
+            self.lease,
             timeout_s=self._timeout_s,
             spawn=self.spawn,
             log=self.log,

@@ -10,6 +10,7 @@ from services.checkpoint.flow import FlowCheckpointer
 from services.checkpoint.metrics import CheckpointMetrics
 from services.checkpoint.settings import CheckpointSettings
 from shared.config import MirrorMakerConfig
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.service import Service
 
@@ -38,5 +39,7 @@ class CheckpointService(Service):
 def build(settings: CheckpointSettings, config: MirrorMakerConfig, registry: CollectorRegistry) -> CheckpointService:
     """The service for the flows `settings.flows` names, or every enabled flow."""
     metrics = CheckpointMetrics(registry, mm2_names=settings.mm2_metric_names)
-    flows = [FlowCheckpointer(flow, settings, metrics) for flow in selected_flows(config, settings.flows)]
+    flows = [
+        FlowCheckpointer(FlowContext.of(flow), settings, metrics) for flow in selected_flows(config, settings.flows)
+    ]
     return CheckpointService(flows)

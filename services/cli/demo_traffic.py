@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.config import FlowConfig
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import create_topic
 
@@ -24,7 +24,7 @@ _LITERAL_TOPIC = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 
 def sample_topics(flow: FlowConfig) -> tuple[str, ...]:
     """The flow's `topics` entries that name one topic (not a pattern), else the default names it replicates."""
-    rule = FlowTopics.for_flow(flow)
+    rule = FlowContext.of(flow).topics
     literal = tuple(topic for topic in flow.settings.topics if _LITERAL_TOPIC.fullmatch(topic))
     return tuple(topic for topic in literal or DEFAULT_TOPICS if rule.should_replicate(topic)) or DEFAULT_TOPICS
 

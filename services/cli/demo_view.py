@@ -18,8 +18,8 @@ from rich.text import Text
 from services.cli.demo_processes import ServiceProcess
 from services.cli.status import statuses_from_clusters
 from shared.config import FlowConfig
+from shared.flow_context import FlowContext
 from shared.flow_status import FlowStatus
-from shared.flow_topics import FlowTopics
 from shared.kafka.end_offsets import topic_end_offsets
 
 _STYLE = {"running": "green", "starting": "cyan", "degraded": "yellow", "failed": "red", "stopped": "dim"}
@@ -87,7 +87,7 @@ def collect(flows: Sequence[FlowConfig], topics: Sequence[str], translator_url: 
     try:
         statuses = statuses_from_clusters(tuple(flows), stale_after_s=30)
         for flow in flows:
-            remote = {topic: FlowTopics.for_flow(flow).remote_topic(topic) for topic in topics}
+            remote = {topic: FlowContext.of(flow).topics.remote_topic(topic) for topic in topics}
             on_source = topic_end_offsets(flow.source_admin_props(), topics, timeout_s=5)
             on_target = topic_end_offsets(flow.target_admin_props(), list(remote.values()), timeout_s=5)
             rows += [

@@ -22,9 +22,9 @@ from shared.config import FlowConfig, load_mm2_config
 from shared.control import read_statuses
 from shared.control.events import ServiceStatus, now_ms
 from shared.errors import CodecError, KafkaOperationError, StraitError
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.flow_status import STALE_AFTER_S_DEFAULT, FlowStatus, summarize_flow
-from shared.flow_topics import FlowTopics
 from shared.kafka.partition_reader import last_record
 from shared.records.heartbeat import Heartbeat
 
@@ -44,7 +44,7 @@ Fetch = Callable[[], list[FlowStatus]]
 
 def _heartbeat_ms(flow: FlowConfig, timeout_s: float) -> int | None:
     """Timestamp of the newest heartbeat mirrored into the flow's target, or None."""
-    topic = FlowTopics.for_flow(flow).remote_heartbeats_topic
+    topic = FlowContext.of(flow).topics.remote_heartbeats_topic
     record = last_record(flow.target_consumer_props(), topic, timeout_s=timeout_s)
     if record is None or record.key is None or record.value is None:
         return None

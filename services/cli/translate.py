@@ -24,7 +24,7 @@ from services.cli.translator_client import TranslatorClient
 from shared.config import FlowConfig, load_mm2_config
 from shared.control.events import now_ms
 from shared.errors import CodecError
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.partition_reader import read_to_end
 from shared.records.checkpoint import Checkpoint
 
@@ -34,7 +34,7 @@ def offsets_from_checkpoints(flow: FlowConfig, group: str) -> dict[str, Any]:
 
     The same answer, in the same shape, as the translator's `/v1/flows/{source}/{target}/offsets`.
     """
-    topic = FlowTopics.for_flow(flow).checkpoints_topic
+    topic = FlowContext.of(flow).topics.checkpoints_topic
     latest: dict[tuple[str, int], tuple[Checkpoint, int]] = {}
     with quiet_client_logs():
         records = read_to_end(flow.target_consumer_props(), topic, timeout_s=60)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.config import FlowConfig
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.topic_admin import TopicAdmin
 
 LIST_TIMEOUT_S = 15
@@ -27,10 +26,10 @@ class MirroredTopic:
 
 
 def discover(
-    flow: FlowConfig, source_admin: TopicAdmin, target_admin: TopicAdmin
+    context: FlowContext, source_admin: TopicAdmin, target_admin: TopicAdmin
 ) -> tuple[list[MirroredTopic], list[str]]:
     """(topics to mirror, source topics still waiting for their remote topic); StraitErrors name the cluster."""
-    rule = FlowTopics.for_flow(flow)
+    rule = context.topics
     source = source_admin.partition_counts()
     target = target_admin.partition_counts()
     mirrored: list[MirroredTopic] = []
@@ -42,5 +41,5 @@ def discover(
         if remote not in target:
             waiting.append(topic)
             continue
-        mirrored.append(MirroredTopic(flow.name, topic, remote, min(count, target[remote]), count))
+        mirrored.append(MirroredTopic(context.name, topic, remote, min(count, target[remote]), count))
     return mirrored, waiting

@@ -13,10 +13,10 @@ from services.data_mirror.plan import FlowClients, PartitionState, assign_slots
 from services.data_mirror.task_secrets import SecretVault
 from services.data_mirror.work import PartitionWork
 from shared.config import FlowConfig
-from shared.control import CONTROL_TOPIC, progress_topic
+from shared.control import CONTROL_TOPIC
 from shared.control.topic_names import is_mirror_transactional_id, mirror_transactional_id
 from shared.errors import KafkaOperationError
-from shared.flow_topics import offset_syncs_place
+from shared.flow_context import FlowContext
 from shared.kafka.topic_admin import TopicAdmin
 from shared.kafka.transaction_listing import transactional_ids
 from shared.kafka.transactions import fence_transactional_ids
@@ -46,10 +46,11 @@ class FlowRuntime:
 
     def __init__(self, flow: FlowConfig, *, tasks: int, vault: SecretVault) -> None:
         self.flow = flow
+        self.context = FlowContext.of(flow)
         settings = flow.settings
         self.source_admin = TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=LIST_TIMEOUT_S)
         self.target_admin = TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=LIST_TIMEOUT_S)
-        place = offset_syncs_place(flow)
+        place = self.context.offset_syncs
         syncs_topic = place.topic
         sync_props = flow.source_producer_props() if place.on_source else flow.target_producer_props()
         syncs_admin = self.source_admin if place.on_source else self.target_admin
@@ -62,7 +63,7 @@ class FlowRuntime:
             target_consumer=vault.withhold(flow.target_consumer_props()),
             sync_producer=vault.withhold(sync_props),
             offset_syncs_topic=syncs_topic,
-            progress_topic=progress_topic(flow.source),
+            progress_topic=self.context.progress_topic,
             control_topic=CONTROL_TOPIC,
             exactly_once=settings.exactly_once_enabled,
             # forwarded batches are exact copies: a flow that changes records copies them one by one
@@ -124,7 +125,7 @@ class FlowRuntime:
 
         Blocking and read-only: a look-up abandoned half-way (the driver stopping during an outage) changes nothing.
         """
-        mirrored, waiting = discover(self.flow, self.source_admin, self.target_admin)
+        mirrored, waiting = discover(self.context, self.source_admin, self.target_admin)
         remote_topics = [topic.remote_topic for topic in mirrored]
         stale = time.monotonic() - self._limits_refreshed > LIMITS_REFRESH_S
         wanted = remote_topics if stale else [t for t in remote_topics if t not in self.limits]

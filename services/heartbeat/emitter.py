@@ -11,7 +11,7 @@ from services.heartbeat.metrics import HeartbeatMetrics
 from shared.config import FlowConfig
 from shared.error_state import ErrorState
 from shared.errors import StraitError
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.record_writer import RecordWriter
 from shared.kafka.topic_admin import TopicAdmin
 from shared.records import Heartbeat
@@ -23,7 +23,7 @@ class HeartbeatEmitter:
     def __init__(self, pair: FlowConfig, metrics: HeartbeatMetrics) -> None:
         self.pair = pair
         self.cluster = pair.target
-        self.topic = FlowTopics.for_flow(pair).heartbeats_topic
+        self.topic = FlowContext.of(pair).topics.heartbeats_topic
         self.interval_s = float(pair.settings.emit_heartbeats_interval_s)
         self._metrics = metrics
         self._writer: RecordWriter | None = None

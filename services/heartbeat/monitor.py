@@ -9,8 +9,7 @@ import structlog
 
 from services.heartbeat.liveness import Liveness, LivenessState
 from services.heartbeat.metrics import HeartbeatMetrics
-from shared.config import FlowConfig
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.records import Heartbeat
 from shared.records.reading import decoded
@@ -24,9 +23,9 @@ def now_ms() -> int:
 class FlowMonitor:
     """Follows the mirrored heartbeats topic; `check` updates the gauges and logs each liveness change."""
 
-    def __init__(self, flow: FlowConfig, metrics: HeartbeatMetrics, *, stall_after_s: float) -> None:
-        self.flow = flow
-        self.topic = FlowTopics.for_flow(flow).remote_heartbeats_topic
+    def __init__(self, context: FlowContext, metrics: HeartbeatMetrics, *, stall_after_s: float) -> None:
+        flow = self.flow = context.flow
+        self.topic = context.topics.remote_heartbeats_topic
         self.liveness = Liveness(int(stall_after_s * 1000), now_ms())
         self.follower = TopicFollower(flow.target_consumer_props(), self.topic, self._handle)
         self._metrics = metrics

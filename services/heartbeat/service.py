@@ -13,6 +13,7 @@ from services.heartbeat.pairs import emitting_pairs, stall_after_s, watched_flow
 from services.heartbeat.settings import HeartbeatSettings
 from services.heartbeat.status import HeartbeatStatus
 from shared.config import MirrorMakerConfig
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.service import Service
 
@@ -79,7 +80,7 @@ def build(settings: HeartbeatSettings, config: MirrorMakerConfig, registry: Coll
     emitters = [HeartbeatEmitter(pair, metrics) for pair in emitting_pairs(config, flows)]
     monitors = {
         flow.name: FlowMonitor(
-            flow,
+            FlowContext.of(flow),
             metrics,
             stall_after_s=stall_after_s(
                 config, flow, intervals=settings.stall_intervals, minimum_s=settings.stall_min_s
@@ -87,5 +88,7 @@ def build(settings: HeartbeatSettings, config: MirrorMakerConfig, registry: Coll
         )
         for flow in watched_flows(config, flows)
     }
-    reporters = [HeartbeatStatus(flow, settings.instance_id, monitors.get(flow.name), emitters) for flow in flows]
+    reporters = [
+        HeartbeatStatus(FlowContext.of(flow), settings.instance_id, monitors.get(flow.name), emitters) for flow in flows
+    ]
     return HeartbeatService(emitters, list(monitors.values()), reporters, status_interval_s=settings.status_interval_s)

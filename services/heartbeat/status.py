@@ -8,10 +8,9 @@ from typing import Any
 
 from services.heartbeat.emitter import HeartbeatEmitter
 from services.heartbeat.monitor import FlowMonitor
-from shared.cluster_watch import ClusterWatch
-from shared.config import FlowConfig
-from shared.control import ControlPublisher, StatusReporter
+from shared.control import StatusReporter
 from shared.control.status_reporter import State
+from shared.flow_context import FlowContext
 
 SERVICE = "heartbeat"
 
@@ -22,22 +21,21 @@ class HeartbeatStatus:
 
     def __init__(
         self,
-        flow: FlowConfig,
+        context: FlowContext,
         instance_id: str,
         monitor: FlowMonitor | None,
         emitters: Sequence[HeartbeatEmitter],
     ) -> None:
-        self.flow = flow
+        flow = self.flow = context.flow
         self.monitor = monitor
         # The pairs that write into this flow's clusters: the reverse pair fills the source's heartbeats.
         self._emitters = [e for e in emitters if e.cluster in (flow.source, flow.target)]
-        replication_factor = flow.settings.heartbeats_topic_replication_factor
-        self.publisher = ControlPublisher(flow.target_producer_props(), replication_factor=replication_factor)
+        self.publisher = context.publisher()
         self.opened = False
         self.reporter = StatusReporter(
             [self.publisher], service=SERVICE, instance_id=instance_id, flow=flow.name, snapshot=self.snapshot
         )
-        self.watch = ClusterWatch.for_flows([flow])
+        self.watch = context.watch()
         self._lock = asyncio.Lock()  # the liveness check and the periodic status both publish
 
     def snapshot(self) -> tuple[State, str | None, dict[str, Any]]:

@@ -9,7 +9,7 @@ from services.offset_translator.index import TranslatorIndex
 from shared.config import FlowConfig
 from shared.control.topic_names import STATUS_TOPIC
 from shared.errors import KafkaOperationError
-from shared.flow_topics import offset_syncs_place
+from shared.flow_context import FlowContext
 from shared.kafka.follow import RecordsHandler, TopicFollower
 
 ErrorSink = Callable[[str, KafkaOperationError], None]
@@ -35,7 +35,7 @@ def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_er
     for config in flows:
         flow = index.flows[(config.source, config.target)]
         target_props = config.target_consumer_props()
-        sync_props = offset_syncs_place(config).consumer_props(config)
+        sync_props = FlowContext.of(config).offset_syncs.consumer_props(config)
         followers += [
             _follower(
                 target_props,

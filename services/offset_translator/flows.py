@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.config import FlowConfig, MirrorMakerConfig
-from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.flow_context import FlowContext
 from shared.replication_policy import ReplicationPolicy, replication_policy_for
 
 FlowKey = tuple[str, str]
@@ -36,8 +36,8 @@ class ServedFlow:
     @classmethod
     def of(cls, flow: FlowConfig) -> ServedFlow:
         """Topic names from the flow's settings: checkpoints on the target, offset syncs per their location."""
-        topics = FlowTopics.for_flow(flow)
-        syncs = offset_syncs_place(flow)
+        context = FlowContext.of(flow)
+        topics, syncs = context.topics, context.offset_syncs
         return cls(
             source=flow.source,
             target=flow.target,

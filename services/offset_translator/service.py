@@ -18,6 +18,7 @@ from shared.control import ControlPublisher, StatusReporter
 from shared.control.events import now_ms
 from shared.control.status_reporter import State
 from shared.errors import KafkaOperationError, StraitError
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.kafka.topic_admin import TopicAdmin
 from shared.service import Service
@@ -70,9 +71,7 @@ class TranslatorService(Service):
         """Start following every topic and the periodic listing and status work."""
         for flow in self._flows:
             if flow.target not in self._publishers:
-                self._publishers[flow.target] = ControlPublisher(
-                    flow.target_producer_props(), replication_factor=flow.settings.checkpoints_topic_replication_factor
-                )
+                self._publishers[flow.target] = FlowContext.of(flow).publisher()
             reporter = StatusReporter(
                 [self._publishers[flow.target]],
                 service=SERVICE_NAME,

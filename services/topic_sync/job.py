@@ -19,11 +19,10 @@ import structlog
 from services.topic_sync.configs import alter_ops, creation_configs
 from services.topic_sync.metrics import TopicSyncMetrics
 from services.topic_sync.plan import plan_topics, ready_topics, replicated
-from shared.config import FlowConfig
 from shared.control import ControlPublisher, RemoteTopic, TopicsChanged
 from shared.errors import StraitError
 from shared.filters import DefaultConfigPropertyFilter
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.topic_admin import NewTopicSpec, TopicAdmin, TopicInfo
 
 IDLE_INTERVAL_S = 30.0
@@ -34,20 +33,20 @@ class TopicSyncJob:
 
     def __init__(
         self,
-        flow: FlowConfig,
+        context: FlowContext,
         *,
         source: TopicAdmin,
         target: TopicAdmin,
         publisher: ControlPublisher,
         metrics: TopicSyncMetrics,
     ) -> None:
-        self.flow = flow
+        flow = self.flow = context.flow
         self._settings = flow.settings
         self._source = source
         self._target = target
         self._publisher = publisher
         self._metrics = metrics
-        self._topics = FlowTopics.for_flow(flow)
+        self._topics = context.topics
         self._config_filter = DefaultConfigPropertyFilter(
             self._settings.config_properties_exclude, self._settings.use_defaults_from
         )

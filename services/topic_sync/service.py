@@ -7,8 +7,9 @@ from prometheus_client import CollectorRegistry
 from services.topic_sync.job import TopicSyncJob
 from services.topic_sync.metrics import TopicSyncMetrics
 from services.topic_sync.settings import TopicSyncSettings
-from shared.config import FlowConfig, MirrorMakerConfig
+from shared.config import MirrorMakerConfig
 from shared.control import ControlPublisher
+from shared.flow_context import FlowContext
 from shared.flow_selection import selected_flows
 from shared.kafka.topic_admin import TopicAdmin
 from shared.leader_service import LeaderLoopService, leader_service
@@ -20,9 +21,10 @@ def build(settings: TopicSyncSettings, config: MirrorMakerConfig, registry: Coll
     """The service for the flows `settings.flows` names, or every enabled flow (clients connect when it runs)."""
     metrics = TopicSyncMetrics(registry)
 
-    def make_job(flow: FlowConfig, publisher: ControlPublisher, timeout_s: float) -> TopicSyncJob:
+    def make_job(context: FlowContext, publisher: ControlPublisher, timeout_s: float) -> TopicSyncJob:
+        flow = context.flow
         return TopicSyncJob(
-            flow,
+            context,
             source=TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s),
             target=TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s),
             publisher=publisher,

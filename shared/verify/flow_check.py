@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.config import FlowConfig
-from shared.control.topic_names import progress_topic
 from shared.errors import ConfigError
-from shared.flow_topics import FlowTopics, offset_syncs_place
+from shared.flow_context import FlowContext
 from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import read_to_end
@@ -82,7 +81,7 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
     target = PartitionEntries(flow.target_consumer_props(), timeout_s=scope.timeout_s)
     notes: list[str] = []
     try:
-        topics = FlowTopics.for_flow(flow)
+        topics = FlowContext.of(flow).topics
         chosen = [
             topic
             for topic in source.topics()
@@ -125,7 +124,7 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
 def _sync_index(
     flow: FlowConfig, source: PartitionEntries, target: PartitionEntries, timeout_s: float, notes: list[str]
 ) -> SyncIndex:
-    place = offset_syncs_place(flow)
+    place = FlowContext.of(flow).offset_syncs
     reader = source if place.on_source else target
     props = place.consumer_props(flow)
     if reader.partitions(place.topic) is None:
@@ -141,7 +140,7 @@ def _sync_index(
 def _positions(
     flow: FlowConfig, target: PartitionEntries, timeout_s: float, notes: list[str]
 ) -> dict[tuple[str, int], int]:
-    topic = progress_topic(flow.source)
+    topic = FlowContext.of(flow).progress_topic
     if target.partitions(topic) is None:
         notes.append(f"no data-mirror progress ({topic}): a tail the target lacks counts as not yet copied")
         return {}

@@ -174,3 +174,16 @@ def test_one_module_reads_partitions_to_their_end() -> None:
         and node.name in ("read_range", "read_to_end", "read_all_partitions", "last_record", "read_partition")
     )
     assert {relative for relative, _ in readers} == {"shared/kafka/partition_reader.py"}, readers
+
+
+def test_a_flows_names_places_lease_and_publisher_come_from_its_flow_context() -> None:
+    """Services take a flow's topic rule, where its offset syncs and progress live, its lease and its control
+    publisher from shared/flow_context.py: the lease group, the places and the replication factor of Strait's own
+    topics had been derived in each service (heartbeat's publisher took another topic's replication factor)."""
+    builders = sorted(
+        (relative, call)
+        for relative, _dotted, tree in _modules()
+        for call in _calls(tree)
+        if call in ("FlowTopics.for_flow", "offset_syncs_place", "progress_topic", "ShardLease", "ControlPublisher")
+    )
+    assert {relative for relative, _ in builders} == {"shared/flow_context.py"}, builders

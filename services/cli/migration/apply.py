@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from services.cli.migration.plan import FlowPlan
 from shared.config import FlowConfig
-from shared.control.topic_names import progress_topic
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.record_writer import RecordWriter
 from shared.kafka.topic_admin import NewTopicSpec, TopicAdmin
 from shared.records.connect_offsets import SOURCE_CONNECTOR, SourcePartitionKey, encode_last_copied
@@ -23,12 +22,13 @@ def write_strait_progress(flow: FlowConfig, plan: FlowPlan, *, timeout_s: float)
     rows = plan.to_write
     if not rows:
         return 0
-    topics = FlowTopics.for_flow(flow)
+    context = FlowContext.of(flow)
+    topics = context.topics
     source_topics = sorted({row.state.topic for row in rows})
     target = TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s)
     source_ids = TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s).topic_ids(source_topics)
     remote_ids = target.topic_ids([topics.remote_topic(topic) for topic in source_topics])
-    topic = progress_topic(flow.source)
+    topic = context.progress_topic
     target.ensure_internal_topic(topic, replication_factor=flow.settings.offset_syncs_topic_replication_factor)
     records = []
     for row in rows:

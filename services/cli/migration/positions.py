@@ -12,9 +12,8 @@ import structlog
 
 from services.cli.migration.plan import Direction, PartitionState
 from shared.config import FlowConfig
-from shared.control.topic_names import progress_topic
 from shared.errors import CodecError
-from shared.flow_topics import FlowTopics
+from shared.flow_context import FlowContext
 from shared.kafka.end_offsets import partition_watermarks
 from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topic_admin import TopicAdmin
@@ -77,7 +76,7 @@ def mm2_positions(flow: FlowConfig, offsets_topic: str, *, timeout_s: float) -> 
 
 def strait_positions(flow: FlowConfig, *, timeout_s: float) -> dict[Partition, int]:
     """The next offset Strait's data-mirror would copy per source partition of `flow` (none before its first run)."""
-    topic = progress_topic(flow.source)
+    topic = FlowContext.of(flow).progress_topic
     if topic not in TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s).partition_counts():
         return {}
     progress = load_progress(flow.target_consumer_props(), topic, flow.name, timeout_s=timeout_s)
@@ -86,7 +85,7 @@ def strait_positions(flow: FlowConfig, *, timeout_s: float) -> dict[Partition, i
 
 def source_partitions(flow: FlowConfig, *, timeout_s: float) -> dict[str, int]:
     """Each source topic the flow mirrors, with its partition count."""
-    rule = FlowTopics.for_flow(flow)
+    rule = FlowContext.of(flow).topics
     counts = TopicAdmin(flow.source, flow.source_admin_props(), timeout_s=timeout_s).partition_counts()
     return {topic: count for topic, count in sorted(counts.items()) if rule.should_replicate(topic)}
 
