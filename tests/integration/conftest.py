@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,46 +23,52 @@ MIRROR_USER = SaslUser("mirror", "mirror-secret-pw")
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
-# The longest files first (estimated from a clean-clone run's slowest tests), then the other integration files,
-# then the unit tests: with files spread over xdist workers (scripts/test runs `-n 2 --dist loadfile
-# --no-loadscope-reorder`, which keeps this order), the long ones never start last and leave one worker alone.
-LONGEST_FIRST = (
-    "test_faults_network_outage.py",
-    "test_faults_network.py",
-    "test_faults_network_bandwidth.py",
-    "test_broker_defaults.py",
-    "test_faults_brokers.py",
-    "test_data_mirror_crash.py",
-    "test_faults_topics.py",
-    "test_data_mirror.py",
-    "test_migrate_mm2.py",
-    "test_fault_source_outage.py",
-    "test_offset_translator.py",
-    "test_security.py",
-    "test_checkpoint.py",
-    "test_demo.py",
-    "test_faults_services.py",
-    "test_bad_configs.py",
-    "test_end_to_end_failover.py",
-    "test_spark_standalone.py",
-    "test_heartbeat_with_mirror.py",
-    "test_stop_with_brokers_gone.py",
-)
+# Files go to xdist workers whole (`--dist loadfile --no-loadscope-reorder` in scripts/test keeps this order), so
+# the longest must start first: one started last leaves the other workers idle while it runs. DURATIONS holds each
+# integration file's seconds (setup, call and teardown of its tests) from a clean-clone run; a file not in it yet
+# goes first, since a long one must not start last. Refresh it with
+# `STRAIT_TEST_DURATIONS=tests/integration/durations.json scripts/test` after adding or growing a long test.
+DURATIONS = Path(__file__).with_name("durations.json")
+DURATIONS_OUT = "STRAIT_TEST_DURATIONS"
+
+
+def _file_seconds() -> dict[str, float]:
+    return {str(name): float(seconds) for name, seconds in json.loads(DURATIONS.read_text()).items()}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/integration needs brokers; the longest files run first."""
+    """Everything under tests/integration needs brokers; the longest files run first, the unit tests last."""
+    seconds = _file_seconds()
 
-    def rank(item: pytest.Item) -> tuple[int, int]:
+    def rank(item: pytest.Item) -> tuple[int, float, str]:
         if "tests/integration" not in str(item.path):
-            return (2, 0)
+            return (2, 0.0, "")
         name = item.path.name
-        return (0, LONGEST_FIRST.index(name)) if name in LONGEST_FIRST else (1, 0)
+        return (0, -seconds.get(name, math.inf), name)
 
     for item in items:
         if "tests/integration" in str(item.path):
             item.add_marker(pytest.mark.integration)
     items.sort(key=rank)
+
+
+_timed: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up each integration file's seconds (on xdist's controller every worker's reports arrive here)."""
+    if os.environ.get(DURATIONS_OUT) and "tests/integration/" in report.nodeid:
+        name = Path(report.nodeid.split("::")[0]).name
+        _timed[name] = _timed.get(name, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With STRAIT_TEST_DURATIONS set, write the files' seconds there, longest first (not on xdist's workers)."""
+    out = os.environ.get(DURATIONS_OUT)
+    if not out or hasattr(session.config, "workerinput") or not _timed:
+        return
+    ordered = dict(sorted(((name, round(total, 1)) for name, total in _timed.items()), key=lambda kv: -kv[1]))
+    Path(out).write_text(json.dumps(ordered, indent=1) + "\n")
 
 
 @pytest.fixture(scope="session")
