@@ -133,6 +133,7 @@ class BatchCopier:
         self._looked_at: tuple[int, int] = (-1, -1)  # the fetcher's and the producer's changes at the last full look
         self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
         self._bound_per_lane = "buffer.memory" not in spec.target_producer  # unset: the bound grows with distance
+        self._distance = 1  # the most lanes of a source leader this task fetches from, as of the last full look
         self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
 
     @property
@@ -285,11 +286,11 @@ class BatchCopier:
     def _byte_bound(self) -> int:
         """The bytes this task may hold (queued for the target, in flight to it, and what its fetches under way may
         bring): the target producer's buffer.memory; when the flow sets none, Kafka's default once per fetch lane of
-        the most distant source leader. A far leader's data spends a round trip on the link before it is held here:
-        with one default bound for all its lanes, each fetch waited for the target to free room, and at 150 ms the
-        copy ran at half its near rate (the bandwidth-delay product was the limit, not the link or the CPU)."""
+        the most distant source leader it fetches from. A far leader's data spends a round trip on the link before it
+        is held here: with one default bound for all its lanes, each fetch waited for the target to free room, and at
+        150 ms the copy ran at half its near rate (the bandwidth-delay product was the limit, not the link or CPU)."""
         bound = self._link.producer.buffer_bytes
-        return bound * self._link.fetcher.most_lanes() if self._bound_per_lane else bound
+        return bound * self._distance if self._bound_per_lane else bound
 
     def _look(self, now: float) -> None:
         """Decide again which partitions are fetched, and in which lane: all of them after the metadata, a round
@@ -297,11 +298,13 @@ class BatchCopier:
         since the last round."""
         seen = (self._link.fetcher.changes, self._link.producer.readiness_changes)
         keys: Iterable[PartitionKey]
-        if seen != self._looked_at or now >= self._next_look:
+        full = seen != self._looked_at or now >= self._next_look
+        if full:
             self._looked_at, self._next_look = seen, now + LOOK_AGAIN_S
             keys, self._touched = list(self.parts), set()
         else:
             keys, self._touched = self._touched, set()
+        leaders: set[int] = set()
         for key in keys:
             part = self.parts.get(key)
             lane = None if part is None else self._lane_now(part)
@@ -310,7 +313,11 @@ class BatchCopier:
                 lane = None
             else:
                 self._leaderless.discard(key)
+                if lane is not None:
+                    leaders.add(lane[0])
             self._place(key, lane)
+        if full and leaders:  # (none fetchable, all held: the last distance stands)
+            self._distance = max(self._link.fetcher.lanes(node) for node in leaders)
         if self._leaderless:
             self._refresh()  # (at most every REFRESH_EVERY_S)
 

@@ -257,11 +257,6 @@ class BatchFetcher:
             return 1
         return max(1, min(MAX_FETCH_LANES, 1 + int(round_trip / NEAR_ROUND_TRIP_S)))
 
-    def most_lanes(self) -> int:
-        """The lanes of the most distant source broker measured so far (1 while none is): how many fetches at
-        most are under way to one broker at once."""
-        return max((self.lanes(node) for node in self.round_trips), default=1)
-
     def partition_bytes(self, node: int) -> int:
         """The per-partition fetch size for `node`: the consumer's, or the default times the lanes."""
         if self._partition_max_bytes is not None:

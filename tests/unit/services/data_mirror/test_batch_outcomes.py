@@ -260,9 +260,6 @@ class _QuietFetcher:
     def lanes(self, _node: int) -> int:
         return self.lane_count
 
-    def most_lanes(self) -> int:
-        return self.lane_count
-
     def epoch(self, _key: tuple[str, int]) -> int:
         return -1
 
@@ -504,7 +501,8 @@ async def test_a_distant_leader_may_have_one_byte_bound_under_way_per_lane_unles
     assert all(target.by_partition[p] == keys for p in range(8)), target.by_partition
     assert fetcher.most_in_flight == 4
     bound = 4 * DEFAULT_BUFFER_BYTES if buffer_memory is None else buffer_memory
-    assert fetcher.most_bytes_asked == bound, "the fetches under way may bring the whole bound, and no more"
+    assert fetcher.most_bytes_asked <= bound, "the fetches under way never bring more than the bound"
+    assert fetcher.most_bytes_asked > bound - DEFAULT_BUFFER_BYTES // 4, "and may bring nearly all of it"
 
 
 class _SessionFetcher(_LogFetcher):
