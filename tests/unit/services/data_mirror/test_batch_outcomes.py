@@ -505,6 +505,25 @@ async def test_a_distant_leader_may_have_one_byte_bound_under_way_per_lane_unles
     assert fetcher.most_bytes_asked > bound - DEFAULT_BUFFER_BYTES // 4, "and may bring nearly all of it"
 
 
+class _NearLeadersFetcher(_LogFetcher):
+    """A source whose broker 2 is far (four lanes) while the task's partitions are all led by near broker 1."""
+
+    def lanes(self, node: int) -> int:
+        return 4 if node == 2 else 1
+
+
+@pytest.mark.asyncio
+async def test_a_task_whose_leaders_are_near_keeps_one_bound_though_another_source_broker_is_far() -> None:
+    target = _ManyPartitionTarget(4)
+    fetcher = _NearLeadersFetcher(stored_batch(0, 10), round_trip_s=0.01)
+    task = _copier_between(fetcher, target, partitions=4)
+    keys = [f"k{offset}".encode() for offset in range(10)]
+
+    await _steps_until(task, lambda: all(target.by_partition[p] == keys for p in range(4)), 200)
+    assert all(target.by_partition[p] == keys for p in range(4)), target.by_partition
+    assert fetcher.most_bytes_asked <= DEFAULT_BUFFER_BYTES // 4, "a near leader's fetch: a quarter of one bound"
+
+
 class _SessionFetcher(_LogFetcher):
     """A fetch session over many partitions of which only `busy` has data: each answer names only the partitions
     with records, as an incremental fetch session's does."""
