@@ -212,7 +212,7 @@ class MirrorDriver:
                 self.links[flow.target] = ControlLink.open(
                     flow.target_admin_props(),
                     {f.name for f in self.flows if f.target == flow.target},
-                    replication_factor=flow.settings.checkpoints_topic_replication_factor,
+                    replication_factor=runtime.context.internal_replication_factor,
                     cluster=flow.target,
                 )
 
