@@ -35,8 +35,8 @@ def round_trips(quick: bool) -> tuple[int, ...]:
 def recommended(tool: str, round_trip_ms: int) -> tuple[tuple[str, str], ...]:
     """What docs/operations.md ("Running a mirror across regions") tells each tool's users to set for a source
     `round_trip_ms` away: Strait nothing (it sizes its fetches and its byte bound from the round trip it
-    measures); MM2 1 MiB of `max.partition.fetch.bytes` per 50 ms of round trip (what Strait's fetch lanes
-    bring, at most 4 MiB) and `receive.buffer.bytes=-1` (the OS sizes the socket instead of Java's 64 KiB)."""
+    measures); MM2 1 MiB of `max.partition.fetch.bytes` per 50 ms of round trip (at most 4 MiB) and
+    `receive.buffer.bytes=-1` (the OS sizes the socket instead of Java's 64 KiB)."""
     if tool != MM2:
         return ()
     fetch_bytes = MIB * min(4, 1 + round_trip_ms // 50)
@@ -116,7 +116,8 @@ def section(options: BenchOptions, runs: list[WanRun]) -> Section:
             "delays data without shrinking TCP windows (it buffers), so this measures the cost of round trips, not "
             "of a bandwidth-delay product. Both tools run with the properties of section 1 plus what "
             "docs/operations.md recommends for a distant source: Strait nothing (it measures the round trip and "
-            "fetches in up to four sessions of 1 MiB per partition, holding up to 32 MiB per session), MM2 "
+            "fetches in up to four sessions, per partition what it copies in a round trip at 100 MiB/s, holding up "
+            "to 32 MiB per session), MM2 "
             "`max.partition.fetch.bytes` of 1 MiB per 50 ms of round trip (2 MiB at 50 ms, 4 MiB at 150 ms) and "
             "`receive.buffer.bytes=-1`. Cells are "
             f"medians of {options.repeats} run(s) per tool and round trip, Strait and MM2 alternating."

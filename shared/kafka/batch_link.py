@@ -146,12 +146,12 @@ class BatchFetcher:
     is fetched in incremental fetch sessions (KIP-227), so a fetch costs what changed, not every partition.
 
     A distant leader is fetched in more than one session at a time (`lanes`, each over its own share of the
-    partitions) with larger per-partition fetches when the consumer sets none: one fetch of at most
-    max.partition.fetch.bytes per partition per round trip caps a partition at 1 MiB / 150 ms = 7 MiB/s, whatever
-    the link. Each lane past the first has a connection of its own (`lane_client`): a broker handles one request
-    of a connection at a time, so two lanes on one connection wait for each other's long polls. The round trip is
-    measured with ApiVersions (a request the broker answers at once) at start-up, and for a leader met later when
-    it is first fetched."""
+    partitions) with larger per-partition fetches when the consumer sets none (`partition_bytes`): one fetch of at
+    most max.partition.fetch.bytes per partition per round trip caps a partition at 1 MiB / 150 ms = 7 MiB/s,
+    whatever the link. Each lane past the first has a connection of its own (`lane_client`): a broker handles one
+    request of a connection at a time, so two lanes on one connection wait for each other's long polls. The round
+    trip is measured with ApiVersions (a request the broker answers at once) at start-up, and for a leader met later
+    when it is first fetched."""
 
     def __init__(
         self,
@@ -169,7 +169,7 @@ class BatchFetcher:
         self._isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self._max_wait_ms = max_wait_ms
         self._max_bytes = max_bytes
-        self._partition_max_bytes = partition_max_bytes  # None: DEFAULT_PARTITION_FETCH_BYTES times the lanes
+        self._partition_max_bytes = partition_max_bytes  # None: sized from the round trip (`partition_bytes`)
         self._topics: list[str] = []
         self.epochs: dict[PartitionKey, int] = {}  # current leader epochs, as the metadata last said
         self._sessions: dict[tuple[int, int], FetchSession] = {}  # per source leader and lane
@@ -258,10 +258,14 @@ class BatchFetcher:
         return max(1, min(MAX_FETCH_LANES, 1 + int(round_trip / NEAR_ROUND_TRIP_S)))
 
     def partition_bytes(self, node: int) -> int:
-        """The per-partition fetch size for `node`: the consumer's, or the default times the lanes."""
+        """The per-partition fetch size for `node`: the consumer's, or what a task copies in one round trip to it
+        (PARTITION_BYTES_PER_S times the round trip), at least Kafka's default. A partition has one fetch under way
+        at a time, so it crosses a long link one fetch per round trip: 4 MiB at 150 ms held a partition's backlog to
+        27 MiB/s and four round trips for 16 MiB, while the task copies 180 MiB/s."""
         if self._partition_max_bytes is not None:
             return self._partition_max_bytes
-        return DEFAULT_PARTITION_FETCH_BYTES * self.lanes(node)
+        round_trip = self.round_trips.get(node, 0.0)
+        return max(DEFAULT_PARTITION_FETCH_BYTES, int(round_trip * PARTITION_BYTES_PER_S))
 
     async def _measure(self, node: int) -> None:
         """The shortest of a few ApiVersions round trips to `node` (none on failure: asked again later)."""
@@ -774,6 +778,7 @@ class BatchProducer:
 
 DEFAULT_FETCH_MAX_BYTES = 52_428_800
 DEFAULT_PARTITION_FETCH_BYTES = 1_048_576
+PARTITION_BYTES_PER_S = 100 * 1_048_576  # a partition's fetch carries a round trip of this rate (unless set)
 FETCH_MAX_WAIT_MS = 100  # a partition that gets room waits at most this long for the next fetch of its leader
 NEAR_ROUND_TRIP_S = 0.05  # each this much round trip to a source leader adds a fetch lane (and a default size)
 MAX_FETCH_LANES = 4
