@@ -87,7 +87,8 @@ def collect(flows: Sequence[FlowConfig], topics: Sequence[str], translator_url: 
     try:
         statuses = statuses_from_clusters(tuple(flows), stale_after_s=30)
         for flow in flows:
-            remote = {topic: FlowContext.of(flow).topics.remote_topic(topic) for topic in topics}
+            rule = FlowContext.of(flow).topics
+            remote = {topic: rule.remote_topic(topic) for topic in topics}
             on_source = topic_end_offsets(flow.source_admin_props(), topics, timeout_s=5)
             on_target = topic_end_offsets(flow.target_admin_props(), list(remote.values()), timeout_s=5)
             rows += [

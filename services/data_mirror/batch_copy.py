@@ -313,10 +313,10 @@ class BatchCopier:
                 lane = None
             else:
                 self._leaderless.discard(key)
-                if lane is not None:
+                if full and lane is not None:
                     leaders.add(lane[0])
             self._place(key, lane)
-        if full and leaders:  # (none fetchable, all held: the last distance stands)
+        if leaders:  # (a full look with none fetchable, all held: the last distance stands)
             self._distance = max(self._link.fetcher.lanes(node) for node in leaders)
         if self._leaderless:
             self._refresh()  # (at most every REFRESH_EVERY_S)

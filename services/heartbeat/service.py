@@ -78,17 +78,19 @@ def build(settings: HeartbeatSettings, config: MirrorMakerConfig, registry: Coll
     metrics = HeartbeatMetrics(registry)
     flows = selected_flows(config, settings.flows)
     emitters = [HeartbeatEmitter(pair, metrics) for pair in emitting_pairs(config, flows)]
+    watched = watched_flows(config, flows)
+    contexts = {flow.name: FlowContext.of(flow) for flow in (*flows, *watched)}
     monitors = {
         flow.name: FlowMonitor(
-            FlowContext.of(flow),
+            contexts[flow.name],
             metrics,
             stall_after_s=stall_after_s(
                 config, flow, intervals=settings.stall_intervals, minimum_s=settings.stall_min_s
             ),
         )
-        for flow in watched_flows(config, flows)
+        for flow in watched
     }
     reporters = [
-        HeartbeatStatus(FlowContext.of(flow), settings.instance_id, monitors.get(flow.name), emitters) for flow in flows
+        HeartbeatStatus(contexts[flow.name], settings.instance_id, monitors.get(flow.name), emitters) for flow in flows
     ]
     return HeartbeatService(emitters, list(monitors.values()), reporters, status_interval_s=settings.status_interval_s)

@@ -81,7 +81,8 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
     target = PartitionEntries(flow.target_consumer_props(), timeout_s=scope.timeout_s)
     notes: list[str] = []
     try:
-        topics = FlowContext.of(flow).topics
+        context = FlowContext.of(flow)
+        topics = context.topics
         chosen = [
             topic
             for topic in source.topics()
@@ -89,8 +90,8 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
         ]
         if not chosen:
             notes.append("no source topic matched: nothing verified")
-        syncs = _sync_index(flow, source, target, scope.timeout_s, notes)
-        positions = _positions(flow, target, scope.timeout_s, notes)
+        syncs = _sync_index(context, source, target, scope.timeout_s, notes)
+        positions = _positions(context, target, scope.timeout_s, notes)
         wanted = [(topic, partition) for topic in chosen for partition in source.partitions(topic) or []]
         remotes = {topic: topics.remote_topic(topic) for topic in chosen}
         remote_partitions = {topic: target.partitions(remotes[topic]) or [] for topic in chosen}
@@ -122,11 +123,11 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
 
 
 def _sync_index(
-    flow: FlowConfig, source: PartitionEntries, target: PartitionEntries, timeout_s: float, notes: list[str]
+    context: FlowContext, source: PartitionEntries, target: PartitionEntries, timeout_s: float, notes: list[str]
 ) -> SyncIndex:
-    place = FlowContext.of(flow).offset_syncs
+    place = context.offset_syncs
     reader = source if place.on_source else target
-    props = place.consumer_props(flow)
+    props = place.consumer_props(context.flow)
     if reader.partitions(place.topic) is None:
         notes.append(f"no offset syncs ({place.topic} on {place.cluster}): records whose source is gone are not placed")
         return SyncIndex()
@@ -138,13 +139,13 @@ def _sync_index(
 
 
 def _positions(
-    flow: FlowConfig, target: PartitionEntries, timeout_s: float, notes: list[str]
+    context: FlowContext, target: PartitionEntries, timeout_s: float, notes: list[str]
 ) -> dict[tuple[str, int], int]:
-    topic = FlowContext.of(flow).progress_topic
+    topic = context.progress_topic
     if target.partitions(topic) is None:
         notes.append(f"no data-mirror progress ({topic}): a tail the target lacks counts as not yet copied")
         return {}
-    progress = load_progress(flow.target_consumer_props(), topic, flow.name, timeout_s=timeout_s)
+    progress = load_progress(context.flow.target_consumer_props(), topic, context.name, timeout_s=timeout_s)
     return {key: value.next_offset for key, value in progress.items()}
 
 
