@@ -21,6 +21,10 @@ RESET_EVERY_S = 2.0
 LATENCY_MS = (150, 500)  # round trip added
 LATENCY_S = (10.0, 40.0)
 DARK_S = (15.0, 60.0)  # nothing answers: past the clients' 30 s request timeout at the long end
+# Twice per soak (source, then target) a black hole past the producers' 120 s delivery timeout and a transaction's
+# 60 s timeout: the copy task's sends fail, it restarts from its progress, and nothing may be lost or doubled.
+LONG_DARK_S = 150.0
+LONG_DARK_AT = (0.25, 0.55)  # fractions of the traffic time after which the long black holes come
 READY_TIMEOUT_S = 180
 
 
@@ -66,6 +70,18 @@ class FaultInjector:
                 detail = f"{'kill -9' if hard else 'SIGTERM'} {broker} and restart"
                 self._restart(cluster, index, hard)
         self._events.record(kind, detail, time.monotonic() - started, at_s=at_s)
+
+    def inject_long_black_hole(self, cluster: KafkaCluster) -> None:
+        """The scheduled long black hole to `cluster`, logged like any other fault."""
+        at_s = self._events.elapsed_s()
+        started = time.monotonic()
+        cluster.network.black_hole()
+        try:
+            time.sleep(LONG_DARK_S)
+        finally:
+            cluster.network.heal()
+        detail = f"black hole to {cluster.name} (nothing answers, nothing closes) for {LONG_DARK_S:g}s"
+        self._events.record("net-black-hole-long", detail, time.monotonic() - started, at_s=at_s)
 
     def _network(self, kind: str, cluster: KafkaCluster) -> str:
         """One network fault between the services and `cluster`, on for a random while, then healed."""

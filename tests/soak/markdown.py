@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tests.soak.clusters import BROKERS, GROUP, SOURCE, TARGET
 from tests.soak.events import Event
+from tests.soak.faults import LONG_DARK_S
 from tests.soak.report import SoakResult
 
 
@@ -26,7 +27,12 @@ def render(result: SoakResult) -> str:
         f"- traffic: {result.traffic_s / 60:.1f} min at {opts.rate} records/s (asked: {opts.minutes:g} min); "
         f"whole run with setup and verification {result.total_s / 60:.1f} min",
         f"- seed: {opts.seed}; faults every {opts.fault_gap_s[0]:g}-{opts.fault_gap_s[1]:g} s"
-        + ("; the services reach the brokers through a fault proxy (network faults on)" if opts.network_faults else ""),
+        + (
+            "; the services reach the brokers through a fault proxy (network faults on), and each cluster goes dark "
+            f"once for {LONG_DARK_S:g} s (past the producers' 120 s delivery timeout)"
+            if opts.network_faults
+            else ""
+        ),
         f"- command: `{opts.command()}`",
         f"- clusters: {SOURCE} and {TARGET}, {BROKERS} KRaft brokers each, min.insync.replicas=2; "
         f"{opts.topics} topics x {opts.partitions} partitions, replication factor {BROKERS}, internal topics "

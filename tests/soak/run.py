@@ -32,7 +32,7 @@ from tests.soak.clusters import (
 from tests.soak.compare import SoakError, compare_topic
 from tests.soak.consumer import GroupConsumer, committed_offsets
 from tests.soak.events import EventLog
-from tests.soak.faults import FaultInjector, check_brokers
+from tests.soak.faults import LONG_DARK_AT, FaultInjector, check_brokers
 from tests.soak.fleet import Fleet
 from tests.soak.options import SoakOptions
 from tests.soak.producer import SteadyProducer
@@ -108,6 +108,8 @@ class Soak:
         rng = random.Random(self.options.seed)
         injector = FaultInjector(rng, self.clusters, self.fleet, self.events, network=self.proxy is not None)
         next_fault_s = rng.uniform(*self.options.fault_gap_s)
+        # (after second, cluster): with network faults, each side goes dark once past the delivery timeout.
+        long_dark = [(traffic_s * f, c) for f, c in zip(LONG_DARK_AT, self.clusters, strict=True)] if self.proxy else []
         next_progress_s = float(PROGRESS_EVERY_S)
         consumer_running = True
         while (now := self.events.elapsed_s()) < traffic_s:
@@ -116,7 +118,10 @@ class Soak:
                 consumer_running = False
             self._supervise()
             if now >= next_fault_s:
-                injector.inject()
+                if long_dark and now >= long_dark[0][0]:
+                    injector.inject_long_black_hole(long_dark.pop(0)[1])
+                else:
+                    injector.inject()
                 next_fault_s = self.events.elapsed_s() + rng.uniform(*self.options.fault_gap_s)
             if now >= next_progress_s:
                 self._progress()
