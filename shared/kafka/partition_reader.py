@@ -22,8 +22,15 @@ from shared.kafka.follow import FollowedRecord
 from shared.retry import Backoff, retry_blocking
 
 # A topic created a moment ago: not in the client's metadata yet, or its leader not elected yet.
+# A topic too new to read yet: no leader, or (right after its creation) a broker the controller's metadata has not
+# reached answers "unknown topic". Every reader here reads an internal topic its service ensured first.
 _NOT_YET = frozenset(
-    {KafkaError._UNKNOWN_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+    {
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+    }
 )
 
 NEW_TOPIC_BACKOFF = Backoff(first_s=0.5)
@@ -48,11 +55,11 @@ class PartitionReader:
         self.read_error: str | None = None  # what failed in the last `read`, if anything
 
     def end_offset(self, timeout_s: float) -> int:
-        """The partition's end offset, asking again until `timeout_s` while the topic is too new to have a leader."""
+        """The partition's end offset, asking again until `timeout_s` while the topic is too new to read."""
         return self.bounds(timeout_s)[1]
 
     def bounds(self, timeout_s: float) -> tuple[int, int]:
-        """(log start, end offset), asking again until `timeout_s` while the topic is too new to have a leader."""
+        """(log start, end offset), asking again until `timeout_s` while the topic is too new to read."""
         try:
             low, high = retry_blocking(
                 lambda: self._consumer.get_watermark_offsets(self._partition, timeout=timeout_s),

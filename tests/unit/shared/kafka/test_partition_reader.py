@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from shared.kafka import partition_reader
 from shared.kafka.partition_reader import PartitionReader, read_to_end
@@ -146,3 +146,26 @@ def test_a_read_that_must_reach_the_end_raises_at_the_deadline_naming_where_it_g
 def test_a_view_of_current_state_returns_what_it_has_at_the_deadline() -> None:
     consumer = _StuckConsumer(end=10)
     assert list(partition_reader.read_range(consumer, TOPIC, 0, 0, 10, time.monotonic() + 0.2, complete=False)) == []
+
+
+@dataclass
+class _NewTopicConsumer(_Consumer):
+    """A broker that has not yet learned of a topic just created: its first answers are 'unknown topic'."""
+
+    unknown_answers: int = 2
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float) -> tuple[int, int]:
+        if self.unknown_answers:
+            self.unknown_answers -= 1
+            raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic or partition"))
+        return (0, self.end)
+
+
+def test_a_topic_just_created_that_a_broker_does_not_know_yet_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after an internal topic is created, a broker may answer 'unknown topic' until the controller's metadata
+    reaches it (the soak's data-mirror crashed at start on it): the reader asks again within its timeout."""
+    monkeypatch.setattr(partition_reader, "NEW_TOPIC_BACKOFF", partition_reader.Backoff(first_s=0.01))
+    consumer = _NewTopicConsumer(end=3)
+    _use(monkeypatch, consumer)
+    assert PartitionReader({}, TOPIC, group_id="g").bounds(timeout_s=5) == (0, 3)
+    assert consumer.unknown_answers == 0
