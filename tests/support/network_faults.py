@@ -5,15 +5,16 @@ verify` to find every record (the network-fault tests' common part)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from shared.config import load_mm2_config
 from shared.localkafka import KafkaCluster
 from shared.localkafka.cluster import running
 from shared.localkafka.fault_proxy import FaultProxy
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import end_offsets_sum, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import verify
@@ -22,6 +23,7 @@ PARTITIONS = 4
 BACKLOG = 4_000  # per partition, written before data-mirror starts
 DURING = 500  # per partition, written while the fault is on
 TOTAL = PARTITIONS * (BACKLOG + DURING)
+FORWARD = "NA->NB"
 MODES = {
     "batches": {"strait.copy.batches": "auto"},
     "records": {"strait.copy.batches": "off"},
@@ -57,23 +59,49 @@ def copy_through(
 ) -> tuple[Path, str, ServiceProcess]:
     """Topics on both sides and the backlog written; returns the direct config (for verifying), the topic, and
     data-mirror configured to reach both clusters through the proxy (started by `with`)."""
-    topic = f"net-{fault}-{mode}-{unique}"
-    make_topic(source.client_properties(), topic, partitions=PARTITIONS)
-    make_topic(target.client_properties(), f"NA.{topic}", partitions=PARTITIONS)  # topic-sync's job
-    write(source, topic, 0, BACKLOG)
-    flow = {"topics": topic, **MODES[mode]}
-    behind = write_mm2_config(
-        tmp_path / "mm2.properties", {"NA": source.via_proxy(), "NB": target.via_proxy()}, {"NA->NB": flow}
-    )
-    direct = write_mm2_config(tmp_path / "direct.properties", {"NA": source, "NB": target}, {"NA->NB": flow})
+    direct, topics, mirror = copy_flows(source, target, {FORWARD: mode}, tmp_path, unique, fault)
+    return direct, topics[FORWARD], mirror
+
+
+def copy_flows(
+    na: KafkaCluster, nb: KafkaCluster, modes: Mapping[str, str], tmp_path: Path, unique: str, fault: str
+) -> tuple[Path, dict[str, str], ServiceProcess]:
+    """One topic per flow in `modes` ("NA->NB" and/or "NB->NA", each in its copy mode), on its source and as the
+    remote topic on its target, with the backlog written; returns the direct config (for verifying), each flow's
+    topic, and one data-mirror running every flow through the proxy (started by `with`)."""
+    clusters = {"NA": na, "NB": nb}
+    topics: dict[str, str] = {}
+    flows: dict[str, dict[str, str]] = {}
+    for flow, mode in modes.items():
+        source_alias, target_alias = flow.split("->")
+        source, target = clusters[source_alias], clusters[target_alias]
+        topic = f"net-{fault}-{mode}-{source_alias.lower()}-{unique}"
+        make_topic(source.client_properties(), topic, partitions=PARTITIONS)
+        make_topic(target.client_properties(), f"{source_alias}.{topic}", partitions=PARTITIONS)  # topic-sync's job
+        write(source, topic, 0, BACKLOG)
+        topics[flow] = topic
+        flows[flow] = {"topics": topic, **MODES[mode]}
+    behind = write_mm2_config(tmp_path / "mm2.properties", {"NA": na.via_proxy(), "NB": nb.via_proxy()}, flows)
+    direct = write_mm2_config(tmp_path / "direct.properties", clusters, flows)
     mirror = ServiceProcess("data_mirror", behind, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "500"})
-    return direct, topic, mirror
+    return direct, topics, mirror
 
 
-def wait_copied(direct: Path, topic: str, records: int, mirror: ServiceProcess, timeout_s: float) -> None:
-    """Until the verifier finds every source record on the target (what a user's `strait verify` would say)."""
+def wait_copied(
+    direct: Path, topic: str, records: int, mirror: ServiceProcess, timeout_s: float, flow: str = FORWARD
+) -> None:
+    """Until the verifier finds every source record on the target (what a user's `strait verify` would say); the
+    remote topic's end offsets are watched first, since the verifier reads every record each time it runs."""
+    config = load_mm2_config(direct).flow_named(flow)
+    remote = f"{flow.split('->')[0]}.{topic}"
+    target_props = config.target_consumer_props()
     deadline = time.monotonic() + timeout_s
-    while (verified := verify(direct, "NA->NB", topic).totals.verified) < records:
+    verified = 0
+    while True:
+        if end_offsets_sum(target_props, remote, PARTITIONS) >= records:
+            verified = verify(direct, flow, topic).totals.verified
+            if verified >= records:
+                return
         assert mirror.popen is not None
         assert mirror.popen.poll() is None, f"data-mirror exited:\n{mirror.tail()}"
         assert time.monotonic() < deadline, f"{verified} of {records} copied within {timeout_s:.0f}s:\n{mirror.tail()}"
