@@ -1,34 +1,67 @@
 """Send records one at a time and wait for each acknowledgement (asyncio, aiokafka; idempotent, acks=all).
 
 For the few records Strait's asyncio services write themselves: control events and status records.
+
+aiokafka's `send_and_wait` has no bound of its own: with a cluster that stops answering, and sometimes after it
+answers again (a connection it does not refresh), it waits forever (aiokafka issue 1101). A checkpoint service
+whose status publication hung that way after a 39 s black hole to its target never wrote another checkpoint (the
+soak). So each send is bounded, and a producer that let one time out is replaced before the next send.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from shared.errors import KafkaOperationError
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import aio_producer
+
+SEND_TIMEOUT_S = 60.0  # a control or status record not acknowledged in a minute: the producer is given up
+WEDGED_STOP_S = 3.0  # stopping a given-up producer may hang too (the same issue): bounded
 
 
 class AsyncSender:
     """One producer to one cluster; `send` raises KafkaOperationError (or AuthorizationError) on failure."""
 
-    def __init__(self, props: Mapping[str, str]) -> None:
-        self._producer = aio_producer(props, enable_idempotence=True, acks="all")
+    def __init__(
+        self,
+        props: Mapping[str, str],
+        *,
+        send_timeout_s: float = SEND_TIMEOUT_S,
+        make_producer: Callable[[], Any] | None = None,
+    ) -> None:
+        settings = dict(props)
+        self._make_producer = make_producer or (lambda: aio_producer(settings, enable_idempotence=True, acks="all"))
+        self._producer = self._make_producer()
+        self._send_timeout_s = send_timeout_s
+        self._replaced = False  # a new producer, started at the next send
 
     async def start(self) -> None:
         """Connect; raises KafkaOperationError when the cluster cannot be reached."""
-        try:
-            await self._producer.start()
-        except Exception as exc:  # aiokafka errors: unreachable, not allowed
-            raise translate_kafka_error(exc, operation="start producer") from exc
+        await self._start(self._producer)
 
     async def send(self, topic: str, value: bytes, key: bytes, *, operation: str = "produce") -> None:
         """Write one record and wait until the broker has it; a failure names `operation` and the topic."""
+        producer = self._producer
+        if self._replaced:
+            try:
+                await self._start(producer)
+            except KafkaOperationError:
+                await self._replace(producer)  # a producer that failed to start is not started again
+                raise
+            self._replaced = False
         try:
-            await self._producer.send_and_wait(topic, value, key=key)
+            await asyncio.wait_for(producer.send_and_wait(topic, value, key=key), self._send_timeout_s)
+        except TimeoutError as exc:
+            await self._replace(producer)
+            raise KafkaOperationError(
+                f"{operation} to {topic} failed: not acknowledged within {self._send_timeout_s:g}s "
+                "(the next record goes through a new producer)",
+                operation=operation,
+            ) from exc
         except Exception as exc:  # aiokafka errors: unreachable, not allowed, record refused
             raise translate_kafka_error(exc, operation=operation, resource=topic) from exc
 
@@ -43,3 +76,18 @@ class AsyncSender:
         except TimeoutError:
             return False
         return True
+
+    async def _start(self, producer: Any) -> None:
+        try:
+            await producer.start()
+        except Exception as exc:  # aiokafka errors: unreachable, not allowed
+            raise translate_kafka_error(exc, operation="start producer") from exc
+
+    async def _replace(self, wedged: Any) -> None:
+        """Give up `wedged` (what it still holds is a control or status record a newer one supersedes)."""
+        if self._producer is not wedged:
+            return
+        self._producer = self._make_producer()
+        self._replaced = True
+        with contextlib.suppress(Exception):  # a producer given up may fail or hang while it stops: it is dropped
+            await asyncio.wait_for(wedged.stop(), WEDGED_STOP_S)
