@@ -64,11 +64,18 @@ def copy_through(
 
 
 def copy_flows(
-    na: KafkaCluster, nb: KafkaCluster, modes: Mapping[str, str], tmp_path: Path, unique: str, fault: str
+    na: KafkaCluster,
+    nb: KafkaCluster,
+    modes: Mapping[str, str],
+    tmp_path: Path,
+    unique: str,
+    fault: str,
+    settings: Mapping[str, str] | None = None,
 ) -> tuple[Path, dict[str, str], ServiceProcess]:
-    """One topic per flow in `modes` ("NA->NB" and/or "NB->NA", each in its copy mode), on its source and as the
-    remote topic on its target, with the backlog written; returns the direct config (for verifying), each flow's
-    topic, and one data-mirror running every flow through the proxy (started by `with`)."""
+    """One topic per flow in `modes` ("NA->NB" and/or "NB->NA", each in its copy mode, with `settings` too), on its
+    source and as the remote topic on its target, with the backlog written; returns the direct config (for
+    verifying), each flow's topic, and one data-mirror running every flow through the proxy (started by `with`;
+    its config, `mirror.config`, serves other services behind the proxy too)."""
     clusters = {"NA": na, "NB": nb}
     topics: dict[str, str] = {}
     flows: dict[str, dict[str, str]] = {}
@@ -80,7 +87,7 @@ def copy_flows(
         make_topic(target.client_properties(), f"{source_alias}.{topic}", partitions=PARTITIONS)  # topic-sync's job
         write(source, topic, 0, BACKLOG)
         topics[flow] = topic
-        flows[flow] = {"topics": topic, **MODES[mode]}
+        flows[flow] = {"topics": topic, **MODES[mode], **(settings or {})}
     behind = write_mm2_config(tmp_path / "mm2.properties", {"NA": na.via_proxy(), "NB": nb.via_proxy()}, flows)
     direct = write_mm2_config(tmp_path / "direct.properties", clusters, flows)
     mirror = ServiceProcess("data_mirror", behind, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "500"})
