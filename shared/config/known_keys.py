@@ -82,6 +82,7 @@ WORKER_KEYS: frozenset[str] = frozenset(
         "group.id",
         "listeners",
         "plugin.path",
+        "plugin.discovery",
         "scheduled.rebalance.max.delay.ms",
         "connect.protocol",
         "connector.client.config.override.policy",

@@ -18,6 +18,7 @@ def test_cluster_keys_split_into_client_roles_and_worker() -> None:
             "A.admin.request.timeout.ms": "9000",
             "A.offset.storage.replication.factor": "3",
             "A.group.id": "mm2-workers",
+            "A.plugin.discovery": "service_load",
         },
         env={},
     )
@@ -26,7 +27,11 @@ def test_cluster_keys_split_into_client_roles_and_worker() -> None:
     assert cluster.consumer == {"fetch.max.bytes": "1000"}
     assert cluster.producer == {"linger.ms": "5"}
     assert cluster.admin == {"request.timeout.ms": "9000"}
-    assert cluster.worker == {"offset.storage.replication.factor": "3", "group.id": "mm2-workers"}
+    assert cluster.worker == {
+        "offset.storage.replication.factor": "3",
+        "group.id": "mm2-workers",
+        "plugin.discovery": "service_load",  # MM2's herder for the cluster reads it; no client's setting
+    }
     assert cluster.consumer_props() == {
         "bootstrap.servers": "a:9092",
         "security.protocol": "SSL",
