@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from shared.kafka import partition_reader
 from shared.kafka.partition_reader import PartitionReader, read_to_end
+from shared.retry import Backoff
 
 TOPIC = "strait.control.internal"
 
@@ -164,7 +165,7 @@ class _NewTopicConsumer(_Consumer):
 def test_a_topic_just_created_that_a_broker_does_not_know_yet_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Right after an internal topic is created, a broker may answer 'unknown topic' until the controller's metadata
     reaches it (the soak's data-mirror crashed at start on it): the reader asks again within its timeout."""
-    monkeypatch.setattr(partition_reader, "NEW_TOPIC_BACKOFF", partition_reader.Backoff(first_s=0.01))
+    monkeypatch.setattr(partition_reader, "NEW_TOPIC_BACKOFF", Backoff(first_s=0.01))
     consumer = _NewTopicConsumer(end=3)
     _use(monkeypatch, consumer)
     assert PartitionReader({}, TOPIC, group_id="g").bounds(timeout_s=5) == (0, 3)
