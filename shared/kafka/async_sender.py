@@ -38,6 +38,7 @@ class AsyncSender:
         self._producer = self._make_producer()
         self._send_timeout_s = send_timeout_s
         self._replaced = False  # a new producer, started at the next send
+        self._starting = asyncio.Lock()
 
     async def start(self) -> None:
         """Connect; raises KafkaOperationError when the cluster cannot be reached."""
@@ -45,14 +46,7 @@ class AsyncSender:
 
     async def send(self, topic: str, value: bytes, key: bytes, *, operation: str = "produce") -> None:
         """Write one record and wait until the broker has it; a failure names `operation` and the topic."""
-        producer = self._producer
-        if self._replaced:
-            try:
-                await self._start(producer)
-            except KafkaOperationError:
-                await self._replace(producer)  # a producer that failed to start is not started again
-                raise
-            self._replaced = False
+        producer = await self._ready_producer()
         try:
             await asyncio.wait_for(producer.send_and_wait(topic, value, key=key), self._send_timeout_s)
         except TimeoutError as exc:
@@ -83,11 +77,41 @@ class AsyncSender:
         except Exception as exc:  # aiokafka errors: unreachable, not allowed
             raise translate_kafka_error(exc, operation="start producer") from exc
 
+    async def _ready_producer(self) -> Any:
+        """The producer to send with; a replacement is started first, once, however many sends wait for it (the
+        start is bounded too: an idempotent producer asks for its id until it gets one)."""
+        async with self._starting:
+            producer = self._producer
+            if self._replaced:
+                try:
+                    await asyncio.wait_for(self._start(producer), self._send_timeout_s)
+                except TimeoutError as exc:
+                    await self._replace(producer)
+                    raise KafkaOperationError(
+                        f"start producer failed: not connected within {self._send_timeout_s:g}s",
+                        operation="start producer",
+                    ) from exc
+                except KafkaOperationError:
+                    await self._replace(producer)  # a producer that failed to start is not started again
+                    raise
+                self._replaced = False
+            return producer
+
     async def _replace(self, wedged: Any) -> None:
         """Give up `wedged` (what it still holds is a control or status record a newer one supersedes)."""
         if self._producer is not wedged:
             return
         self._producer = self._make_producer()
         self._replaced = True
-        with contextlib.suppress(Exception):  # a producer given up may fail or hang while it stops: it is dropped
-            await asyncio.wait_for(wedged.stop(), WEDGED_STOP_S)
+        await _close_given_up(wedged)
+
+
+async def _close_given_up(producer: Any) -> None:
+    """Close a producer whose send never ended. aiokafka's stop first waits for its queue to flush or its sender
+    task to end, neither of which a wedged producer does: the sender task (aiokafka's own attribute) is cancelled
+    first, so the stop closes its connections and background tasks instead of leaving them retrying for good."""
+    sender_task = getattr(getattr(producer, "_sender", None), "sender_task", None)
+    if sender_task is not None and not sender_task.done():
+        sender_task.cancel()
+    with contextlib.suppress(Exception):  # it may still fail or hang while it stops: it is dropped either way
+        await asyncio.wait_for(producer.stop(), WEDGED_STOP_S)

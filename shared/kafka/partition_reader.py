@@ -22,24 +22,25 @@ from shared.kafka.follow import FollowedRecord
 from shared.retry import Backoff, retry_blocking
 
 # A topic created a moment ago: not in the client's metadata yet, or its leader not elected yet.
-# A topic too new to read yet: no leader, or (right after its creation) a broker the controller's metadata has not
-# reached answers "unknown topic". Every reader here reads an internal topic its service ensured first.
+# A topic too new to read yet: no leader yet, or (right after its creation) a broker the controller's metadata has not
+# reached answers "unknown topic". The second also means a topic that does not exist, so it is asked again only for
+# a few seconds: a reader of a topic nobody made (the audit before data-mirror's first start) still fails soon.
 _NOT_YET = frozenset(
-    {
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-    }
+    {KafkaError._UNKNOWN_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
 )
-
+NEW_TOPIC_GRACE_S = 10.0
 NEW_TOPIC_BACKOFF = Backoff(first_s=0.5)
 READER_GROUP = "strait-reader"  # one-shot reads: never joined or committed, named for the brokers' logs
 
 
-def _too_new(exc: BaseException) -> bool:
+def _too_new(exc: BaseException, *, since: float) -> bool:
+    """Worth asking again: no leader yet, or a topic unknown within NEW_TOPIC_GRACE_S of the first ask (`since`)."""
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(error, KafkaError) and (error.code() in _NOT_YET or error.retriable())
+    if not isinstance(error, KafkaError):
+        return False
+    if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return time.monotonic() - since < NEW_TOPIC_GRACE_S
+    return error.code() in _NOT_YET or error.retriable()
 
 
 class PartitionReader:
@@ -60,12 +61,13 @@ class PartitionReader:
 
     def bounds(self, timeout_s: float) -> tuple[int, int]:
         """(log start, end offset), asking again until `timeout_s` while the topic is too new to read."""
+        since = time.monotonic()
         try:
             low, high = retry_blocking(
                 lambda: self._consumer.get_watermark_offsets(self._partition, timeout=timeout_s),
                 backoff=NEW_TOPIC_BACKOFF,
                 within_s=timeout_s,
-                retry_on=_too_new,
+                retry_on=lambda exc: _too_new(exc, since=since),
             )
             return int(low), int(high)
         except KafkaException as exc:

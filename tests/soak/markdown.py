@@ -29,7 +29,7 @@ def render(result: SoakResult) -> str:
         f"- seed: {opts.seed}; faults every {opts.fault_gap_s[0]:g}-{opts.fault_gap_s[1]:g} s"
         + (
             "; the services reach the brokers through a fault proxy (network faults on), and each cluster goes dark "
-            f"once for {LONG_DARK_S:g} s (past the producers' 120 s delivery timeout)"
+            f"once for {LONG_DARK_S:g} s (past the producers' 120 s delivery timeout; see the events below)"
             if opts.network_faults
             else ""
         ),

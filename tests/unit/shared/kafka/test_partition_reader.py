@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from shared.errors import KafkaOperationError
 from shared.kafka import partition_reader
 from shared.kafka.partition_reader import PartitionReader, read_to_end
 from shared.retry import Backoff
@@ -170,3 +171,16 @@ def test_a_topic_just_created_that_a_broker_does_not_know_yet_is_asked_again(mon
     _use(monkeypatch, consumer)
     assert PartitionReader({}, TOPIC, group_id="g").bounds(timeout_s=5) == (0, 3)
     assert consumer.unknown_answers == 0
+
+
+def test_a_topic_that_stays_unknown_fails_after_the_grace_not_the_whole_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader of a topic nobody made yet (the audit before data-mirror's first start) is told so soon."""
+    monkeypatch.setattr(partition_reader, "NEW_TOPIC_BACKOFF", Backoff(first_s=0.01))
+    monkeypatch.setattr(partition_reader, "NEW_TOPIC_GRACE_S", 0.1)
+    _use(monkeypatch, _NewTopicConsumer(unknown_answers=10**6))
+    began = time.monotonic()
+    with pytest.raises(KafkaOperationError, match="UNKNOWN_TOPIC_OR_PART"):
+        PartitionReader({}, TOPIC, group_id="g").bounds(timeout_s=30)
+    assert time.monotonic() - began < 10
