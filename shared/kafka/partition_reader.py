@@ -21,7 +21,6 @@ from shared.kafka.factories import confluent_consumer
 from shared.kafka.follow import FollowedRecord
 from shared.retry import Backoff, retry_blocking
 
-# A topic created a moment ago: not in the client's metadata yet, or its leader not elected yet.
 # A topic too new to read yet: no leader yet, or (right after its creation) a broker the controller's metadata has not
 # reached answers "unknown topic". The second also means a topic that does not exist, so it is asked again only for
 # a few seconds: a reader of a topic nobody made (the audit before data-mirror's first start) still fails soon.
