@@ -75,16 +75,12 @@ class FaultInjector:
         """The scheduled long black hole to `cluster`, logged like any other fault."""
         at_s = self._events.elapsed_s()
         started = time.monotonic()
-        cluster.network.black_hole()
-        try:
-            time.sleep(LONG_DARK_S)
-        finally:
-            cluster.network.heal()
-        detail = f"black hole to {cluster.name} (nothing answers, nothing closes) for {LONG_DARK_S:g}s"
+        detail = self._network("net-black-hole", cluster, dark_s=LONG_DARK_S)
         self._events.record("net-black-hole-long", detail, time.monotonic() - started, at_s=at_s)
 
-    def _network(self, kind: str, cluster: KafkaCluster) -> str:
-        """One network fault between the services and `cluster`, on for a random while, then healed."""
+    def _network(self, kind: str, cluster: KafkaCluster, *, dark_s: float | None = None) -> str:
+        """One network fault between the services and `cluster`, on for a random while (a black hole: `dark_s` if
+        given), then healed."""
         path = cluster.network
         if kind == "net-resets":
             seconds = round(self._rng.uniform(*RESETS_S), 1)
@@ -97,7 +93,7 @@ class FaultInjector:
             path.latency(round_trip_ms)
             detail = f"{round_trip_ms} ms added to every round trip to {cluster.name} for {seconds}s"
         else:
-            seconds = round(self._rng.uniform(*DARK_S), 1)
+            seconds = dark_s if dark_s is not None else round(self._rng.uniform(*DARK_S), 1)
             path.black_hole()
             detail = f"black hole to {cluster.name} (nothing answers, nothing closes) for {seconds}s"
         try:
