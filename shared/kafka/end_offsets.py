@@ -19,7 +19,15 @@ def partition_watermarks(
     """(topic, partition) -> (log start offset, high watermark) for partitions 0..count-1 of each topic, in two
     batched requests per broker (one look-up per partition would be thousands of round trips)."""
     wanted = [(topic, partition) for topic, count in partitions.items() for partition in range(count)]
-    return _watermarks(admin_props, wanted, IsolationLevel.READ_UNCOMMITTED, timeout_s)
+    return listed_watermarks(admin_props, wanted, timeout_s=timeout_s)
+
+
+def listed_watermarks(
+    admin_props: Mapping[str, str], partitions: Sequence[tuple[str, int]], *, timeout_s: float = 10
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (log start offset, high watermark) for the partitions named, in two batched requests
+    per broker."""
+    return _watermarks(admin_props, partitions, IsolationLevel.READ_UNCOMMITTED, timeout_s)
 
 
 def topic_end_offsets(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from shared.kafka.factories import confluent_producer
-from shared.kafka.partition_reader import PartitionReader
+from shared.kafka.partition_reader import PartitionReader, read_all_partitions
 from shared.localkafka import KafkaCluster
 from tests.support.kafka_io import make_topic, produce
 
@@ -65,3 +65,27 @@ def test_a_follower_reads_everything_written_before_now_not_only_what_its_fetche
         assert list(reader.read_to_current_end(30)) == []
     finally:
         reader.close()
+
+
+def test_every_partition_is_read_to_the_end_it_had_committed_records_only(cluster_a: KafkaCluster, unique: str) -> None:
+    """`strait migrate` reads MM2's 25-partition offsets topic this way: every partition, to its own end, with
+    partitions empty, ending on a transaction marker or holding one record."""
+    props = cluster_a.client_properties()
+    topic = f"reader-all-{unique}"
+    make_topic(props, topic, 25)
+    for partition in range(0, 25, 2):
+        produce(props, topic, [(None, f"{partition}-{i}".encode()) for i in range(partition + 1)], partition=partition)
+    aborting = confluent_producer(props, **{"transactional.id": f"reader-all-{unique}"})
+    aborting.init_transactions(30)
+    aborting.begin_transaction()
+    aborting.produce(topic, value=b"rolled back", partition=1)
+    assert aborting.flush(30) == 0
+    aborting.abort_transaction(30)
+
+    read = read_all_partitions(props, topic, timeout_s=30)
+    produce(props, topic, [(None, b"after the read")], partition=0)
+
+    assert {p: [r.value for r in records] for p, records in read.items()} == {
+        p: [f"{p}-{i}".encode() for i in range(p + 1)] if p % 2 == 0 else [] for p in range(25)
+    }
+    assert read_all_partitions(props, topic, partitions=[0], timeout_s=30)[0][-1].value == b"after the read"

@@ -23,9 +23,13 @@ class _Message:
     value_: bytes | None = None
     key_: bytes | None = None
     error_: KafkaError | None = None
+    partition_: int = 0
 
     def offset(self) -> int:
         return self.offset_
+
+    def partition(self) -> int:
+        return self.partition_
 
     def key(self) -> bytes | None:
         return self.key_
@@ -46,6 +50,11 @@ class _Message:
 @dataclass
 class _Topic:
     error: KafkaError | None = None
+
+
+@dataclass
+class _Partitioned(_Topic):
+    partitions: list[int] = field(default_factory=lambda: [0])
 
 
 @dataclass
@@ -88,7 +97,13 @@ class _Consumer:
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, consumer: _Consumer) -> None:
+    """`consumer` for every read; the batched look-up of bounds answers (0, its end) for each partition asked."""
     monkeypatch.setattr(partition_reader, "confluent_consumer", lambda props, **settings: consumer)
+    monkeypatch.setattr(
+        partition_reader,
+        "listed_watermarks",
+        lambda props, wanted, timeout_s: {(topic, partition): (0, consumer.end) for topic, partition in wanted},
+    )
 
 
 def test_end_of_partition_is_no_error_and_a_failed_fetch_is_named_until_a_clean_read(
@@ -124,6 +139,69 @@ def test_read_to_end_passes_transaction_markers_at_the_end(monkeypatch: pytest.M
     assert [r.value for r in read_to_end({}, TOPIC, group_id="g", timeout_s=5)] == [b"a"]
 
 
+@dataclass
+class _ManyPartitions(_Consumer):
+    """Fetched records arrive in `batches` across partitions; `waited` counts consume calls that would wait out their
+    whole timeout (librdkafka's consume returns early only when the batch fills, so a wait for a batch of many
+    costs the full timeout whenever fewer records than that remain). An empty batch moves every assigned partition
+    to its end, as when only transaction markers remain."""
+
+    ends: dict[int, int] = field(default_factory=dict)
+    placed: dict[int, int] = field(default_factory=dict)
+    assigned: list[int] = field(default_factory=list)
+    waited: int = 0
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned = [tp.partition for tp in partitions]
+        self.placed = {tp.partition: tp.offset for tp in partitions}
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        if timeout > 0 and num_messages > 1:
+            self.waited += 1
+        batch = self.batches.pop(0) if self.batches else []
+        for message in batch:
+            self.placed[message.partition()] = message.offset() + 1
+        if not batch:
+            self.placed = {p: self.ends[p] for p in self.assigned}
+        return batch[:num_messages] if num_messages < len(batch) else batch
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(TOPIC, tp.partition, self.placed[tp.partition]) for tp in partitions]
+
+
+def test_all_partitions_are_read_together_to_the_ends_they_had_without_waiting_on_queued_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MM2's 25-partition offsets topic, read partition by partition with a wait per partition, took 15 s of a
+    `strait migrate`; one fetch loop over every partition reads each to its own end."""
+    ends = {0: 2, 1: 0, 2: 3}
+    batches = [
+        [_Message(0, b"p0-0", partition_=0), _Message(0, b"p2-0", partition_=2)],
+        [_Message(1, b"p0-1", partition_=0), _Message(1, b"p2-1", partition_=2), _Message(2, b"p0-late", partition_=0)],
+        [],  # partition 2's offset 2 is a transaction marker
+        [_Message(3, b"p2-late", partition_=2)],
+    ]
+    consumer = _ManyPartitions(batches=batches, ends=ends)
+    monkeypatch.setattr(partition_reader, "confluent_consumer", lambda props, **settings: consumer)
+    monkeypatch.setattr(
+        partition_reader,
+        "listed_watermarks",
+        lambda props, wanted, timeout_s: {(topic, p): (0, ends[p]) for topic, p in wanted},
+    )
+    monkeypatch.setattr(
+        _Consumer, "list_topics", lambda self, topic, timeout: _Metadata({topic: _Partitioned(partitions=list(ends))})
+    )
+    read = partition_reader.read_all_partitions({}, TOPIC, timeout_s=5)
+    assert {p: [r.value for r in records] for p, records in read.items()} == {
+        0: [b"p0-0", b"p0-1"],
+        1: [],
+        2: [b"p2-0", b"p2-1"],
+    }
+    assert consumer.assigned == [0, 2]  # an empty partition is not fetched at all
+    assert consumer.waited == 0
+    assert consumer.closed
+
+
 def test_read_to_end_of_an_absent_topic_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
     consumer = _Consumer(exists=False)
     _use(monkeypatch, consumer)
@@ -141,7 +219,9 @@ class _StuckConsumer(_Consumer):
 
 def test_a_read_that_must_reach_the_end_raises_at_the_deadline_naming_where_it_got_and_why() -> None:
     consumer = _StuckConsumer(end=10)
-    with pytest.raises(TimeoutError, match=r"did not reach offset 10 in time \(at 0\).*TOPIC_AUTHORIZATION_FAILED"):
+    with pytest.raises(
+        TimeoutError, match=rf"did not reach .* in time \({TOPIC}-0 at 0 of 10\).*TOPIC_AUTHORIZATION_FAILED"
+    ):
         list(partition_reader.read_range(consumer, TOPIC, 0, 0, 10, time.monotonic() + 0.2))
 
 
