@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from shared.kafka.factories import confluent_consumer
+from shared.kafka.partition_reader import next_messages
 from shared.verify.align import Entry
 
 _READ_SETTINGS = {
@@ -78,9 +79,7 @@ class PartitionEntries:
         deadline = time.monotonic() + self._timeout_s
         try:
             while position < end:
-                # Never ask for more than is left: consume() returns once it has that many, without waiting out the
-                # timeout (which it only does when transaction markers take some of the offsets left).
-                messages = consumer.consume(num_messages=min(10_000, end - position), timeout=0.5)
+                messages = next_messages(consumer, most=min(10_000, end - position))
                 for message in messages:
                     if message.error() is not None:
                         continue  # end of partition, or a failed fetch librdkafka retries (the deadline bounds it)

@@ -145,7 +145,7 @@ def read_ranges(
             why = f"; last error: {failed}" if failed else ""
             behind = ", ".join(f"{topic}-{p} at {at} of {ends[p]}" for p, at in sorted(positions.items()))
             raise TimeoutError(f"reading did not reach the end offsets in time ({behind}){why}")
-        messages = _next_messages(consumer)
+        messages = next_messages(consumer)
         for message in messages:
             error = message.error()
             if error is not None:
@@ -167,10 +167,11 @@ def read_ranges(
             del positions[partition]
 
 
-def _next_messages(consumer: Any) -> list[Message]:
-    """What the consumer has fetched already, or else the first message within half a second: `consume` waits its
-    whole timeout unless the batch fills, and a partition holding a few records would cost that wait every time."""
-    return list(consumer.consume(num_messages=1000, timeout=0) or consumer.consume(num_messages=1, timeout=0.5))
+def next_messages(consumer: Any, most: int = 1000, wait_s: float = 0.5) -> list[Message]:
+    """Up to `most` messages the consumer has fetched already, or else the first to arrive within `wait_s`:
+    librdkafka's `consume` waits its whole timeout unless the batch fills, so a read whose last batch is short (a
+    partition of a few records, offsets taken by transaction markers) would wait that long every time."""
+    return list(consumer.consume(num_messages=most, timeout=0) or consumer.consume(num_messages=1, timeout=wait_s))
 
 
 def read_all_partitions(
