@@ -45,12 +45,9 @@ def _fields(records: list[Rec]) -> list[tuple[object, ...]]:
     return [(r.key, r.value, r.headers, r.timestamp_ms) for r in records]
 
 
-def _assert_syncs_exact(a: KafkaCluster, topic: str, source: list[Rec], target: list[Rec]) -> None:
-    """Every offset sync written maps a source record to its copy; a translator reading them answers exactly
-    for every record its bounded index still covers (the newest runs), and a consumer position just after a
-    record (what a group commits) translates to the position just after its copy, across markers, aborted
-    data and compacted gaps alike."""
-    copies = {(r.partition, r.offset): c.offset for r, c in zip(source, target, strict=True)}
+def _read_syncs(a: KafkaCluster, topic: str, copies: dict[tuple[int, int], int]) -> tuple[OffsetSyncStore, int]:
+    """A translator's store of every offset sync written so far, and how many were for `topic`; each of those
+    must map a source record to its copy."""
     store = OffsetSyncStore()
     syncs = 0
     for record in read_to_end(a.client_properties(), "mm2-offset-syncs.B.internal"):
@@ -61,10 +58,30 @@ def _assert_syncs_exact(a: KafkaCluster, topic: str, source: list[Rec], target: 
         if sync.topic == topic:
             assert copies[(sync.partition, sync.upstream_offset)] == sync.downstream_offset, sync
             syncs += 1
-    assert syncs > 0
     store.mark_read_to_end()
+    return store, syncs
+
+
+def _assert_syncs_exact(a: KafkaCluster, topic: str, source: list[Rec], target: list[Rec]) -> None:
+    """Every offset sync written maps a source record to its copy; a translator reading them answers exactly
+    for every record its bounded index still covers (the newest runs of every partition, once their syncs are
+    written: a sync follows its records' acknowledgement), and a consumer position just after a record (what a
+    group commits) translates to the position just after its copy, across markers, aborted data and compacted
+    gaps alike."""
+    copies = {(r.partition, r.offset): c.offset for r, c in zip(source, target, strict=True)}
+    newest = {r.partition: r for r in source}
+    read: list[tuple[OffsetSyncStore, int]] = []
+
+    def newest_synced() -> bool:
+        read[:] = [_read_syncs(a, topic, copies)]
+        store = read[0][0]
+        return all(store.translate_exact(topic, p, r.offset) == copies[(p, r.offset)] for p, r in newest.items())
+
+    wait_until(newest_synced, 60, f"offset syncs of the newest record of each partition of {topic}")
+    store, syncs = read[0]
+    assert syncs > 0
     covered = [r for r in source if store.is_exact(topic, r.partition, r.offset)]
-    assert source[-1] in covered, "the newest records translate exactly"
+    assert all(r in covered for r in newest.values()), "the newest records translate exactly"
     for original in covered:
         assert (
             store.translate_exact(topic, original.partition, original.offset)
