@@ -106,6 +106,7 @@ class KafkaCluster:
         broker_overrides: dict[str, str] | None = None,
         proxy: FaultProxy | None = None,
         broker_defaults: bool = False,
+        jvm_options: tuple[str, ...] | list[str] = (),
     ) -> None:
         if brokers < 1:
             raise HarnessError(f"a cluster needs at least one broker, got {brokers}")
@@ -121,13 +122,20 @@ class KafkaCluster:
         self.cluster_id = _cluster_id()
         self.proxy = proxy
         self.broker_defaults = broker_defaults  # Apache Kafka's own settings, as many users run them
+        self.jvm_options = list(jvm_options)  # for every broker's JVM
         self._links: list[Link] = []
         self.nodes = [self._plan_node(node_id) for node_id in range(1, brokers + 1)]
 
     def _plan_node(self, node_id: int) -> BrokerNode:
         node_dir = self.workdir / f"node-{node_id}"
         config_path = node_dir / "server.properties"
-        process = JvmProcess("kafka.Kafka", [str(config_path)], log_path=node_dir / "broker.log", heap_mb=self.heap_mb)
+        process = JvmProcess(
+            "kafka.Kafka",
+            [str(config_path)],
+            log_path=node_dir / "broker.log",
+            heap_mb=self.heap_mb,
+            jvm_options=self.jvm_options,
+        )
         node = BrokerNode(node_id, free_port(), free_port(), node_dir / "data", config_path, process)
         if self.proxy is not None:
             node.proxied_port, node.proxy_port = free_port(), free_port()

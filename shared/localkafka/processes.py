@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from shared.localkafka.class_archive import sharing_options
 from shared.localkafka.jars import java_binary, kafka_classpath
 
 _PR_SET_PDEATHSIG = 1
@@ -55,7 +56,9 @@ class JvmProcess:
         return self._popen.pid if self._popen else None
 
     def command(self) -> list[str]:
-        """The full java command line."""
+        """The full java command line (a broker's starts from the class-data archive when there is one)."""
+        classpath = self.classpath or kafka_classpath(quiet=True)
+        sharing = sharing_options(self.main_class, classpath) if self.classpath is None else []
         return [
             java_binary(),
             f"-Xmx{self.heap_mb}m",
@@ -64,9 +67,10 @@ class JvmProcess:
             "-XX:-UsePerfData",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={_LOG4J_CONFIG}",
+            *sharing,
             *self.jvm_options,
             "-cp",
-            self.classpath or kafka_classpath(quiet=True),
+            classpath,
             self.main_class,
             *self.args,
         ]
