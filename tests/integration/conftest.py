@@ -96,9 +96,10 @@ def cluster_b(two_clusters: tuple[KafkaCluster, KafkaCluster]) -> KafkaCluster:
     return two_clusters[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def three_broker_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
-    """A three-broker cluster for fault tests, started the first time a test asks for it."""
+    """A three-broker cluster for fault tests, started the first time a test of a file asks for it and stopped after
+    that file: an idle three-node cluster costs the run 0.05 cores for as long as it is up."""
     cluster = KafkaCluster("C3", brokers=3)
     try:
         yield cluster.start()
@@ -106,7 +107,7 @@ def three_broker_cluster(kafka_runtime: str) -> Iterator[KafkaCluster]:
         cluster.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def three_broker_target(kafka_runtime: str) -> Iterator[KafkaCluster]:
     """A second three-broker cluster, the target of broker-fault tests (so every internal topic has RF 3)."""
     cluster = KafkaCluster("T3", brokers=3)
