@@ -17,6 +17,7 @@ LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",  # its bar is not JSON and never ends with long-lived jobs
     "spark.python.worker.reuse": "true",
+    "spark.python.daemon.module": "services.data_mirror.worker_daemon",  # workers fork with the copy path loaded
     "spark.task.maxFailures": "1",
     # Records never enter the driver's JVM (tasks return small results); Spark refuses less than 450 MiB.
     "spark.driver.memory": "512m",
