@@ -12,6 +12,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from shared.localkafka.class_archive import archive_path
 from shared.localkafka.cluster import KafkaCluster
 
+EXIT_WAIT_S = 120
+
 
 def build_archive(classpath: str) -> Path:
     """Start a one-node cluster whose broker writes the classes it loaded at exit, use it, stop it, keep the file."""
@@ -21,26 +23,33 @@ def build_archive(classpath: str) -> Path:
     cluster = KafkaCluster("ARCHIVE", jvm_options=[f"-XX:ArchiveClassesAtExit={partial}"])
     try:
         cluster.start()
-        servers = {"bootstrap.servers": cluster.bootstrap_servers}
-        admin = AdminClient(servers)  # kept: a collected client cancels its requests
-        admin.create_topics([NewTopic("archive", 2, 1)])["archive"].result(30)
-        producer = Producer({**servers, "enable.idempotence": True, "compression.type": "lz4"})
-        for i in range(100):
-            producer.produce("archive", f"record-{i}".encode(), partition=i % 2)
-        if producer.flush(30):
-            raise RuntimeError("the archive broker did not acknowledge its records")
-        consumer = Consumer({**servers, "group.id": "archive", "auto.offset.reset": "earliest"})
-        consumer.subscribe(["archive"])
-        read = 0
-        for _ in range(60):
-            read += len([m for m in consumer.consume(100, timeout=0.5) if m.error() is None])
-            if read >= 100:
-                break
-        consumer.commit(asynchronous=False)
-        consumer.close()
+        _write_and_read({"bootstrap.servers": cluster.bootstrap_servers})
     finally:
-        cluster.stop()  # SIGTERM: the JVM writes the archive as it exits
+        for node in cluster.nodes:  # SIGTERM: the JVM writes the archive as it exits, which takes a while under load
+            node.process.stop(timeout_s=EXIT_WAIT_S)
+        cluster.stop()
     if not partial.is_file():
         raise RuntimeError(f"the broker wrote no class-data archive to {partial}")
     shutil.move(partial, path)
     return path
+
+
+def _write_and_read(servers: dict[str, str]) -> None:
+    """Create a topic, write records and read them in a group, so the broker loads the classes that serve clients.
+    The clients are gone when this returns (before the broker stops, else they retry it until the process exits)."""
+    admin = AdminClient(servers)  # kept: a collected client cancels its requests
+    admin.create_topics([NewTopic("archive", 2, 1)])["archive"].result(30)
+    producer = Producer({**servers, "enable.idempotence": True, "compression.type": "lz4"})
+    for i in range(100):
+        producer.produce("archive", f"record-{i}".encode(), partition=i % 2)
+    if producer.flush(30):
+        raise RuntimeError("the archive broker did not acknowledge its records")
+    consumer = Consumer({**servers, "group.id": "archive", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["archive"])
+    read = 0
+    for _ in range(60):
+        read += len([m for m in consumer.consume(100, timeout=0.5) if m.error() is None])
+        if read >= 100:
+            break
+    consumer.commit(asynchronous=False)
+    consumer.close()
