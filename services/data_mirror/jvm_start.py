@@ -14,16 +14,15 @@ the serial collector on a heap that starts at 32 MiB 250 MiB (the rest is Spark'
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
+from shared.class_sharing import archive_options, installation_digest, java_launcher
+
 ARCHIVE_ENV = "STRAIT_SPARK_CLASS_ARCHIVE"  # where the archive is (or is made); empty: none
 C1_ONLY = "-XX:TieredStopAtLevel=1"
-QUIET_SHARING = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive is skipped without warnings
 COMPACT_HEAP = "-Xms32m"
 SERIAL_GC = "-XX:+UseSerialGC"
 _CHOOSES_GC = re.compile(r"-XX:\+Use\w*GC\b")  # a second collector would stop the JVM from starting
@@ -41,21 +40,10 @@ def archive_path() -> Path | None:
 
 
 def _installation() -> str:
-    """A short digest of what the archive depends on: the java binary Spark runs (JAVA_HOME's, else the one on
-    PATH) and Spark's jars directory (a reinstall changes its time), each by path, size and time."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    """A short digest of what the archive depends on: the java binary Spark runs and Spark's jars directory."""
     import pyspark
 
-    parts = [Path(found).resolve() if found else None, Path(pyspark.__file__).parent / "jars"]
-    marks = []
-    for part in parts:
-        if part is None or not part.exists():
-            marks.append("none")
-            continue
-        stat = part.stat()
-        marks.append(f"{part}:{stat.st_size}:{int(stat.st_mtime)}")
-    return hashlib.sha256("|".join(marks).encode()).hexdigest()[:12]
+    return installation_digest(java_launcher(), Path(pyspark.__file__).parent / "jars")[:12]
 
 
 def driver_start_options(user_options: str = "") -> str:
@@ -67,5 +55,5 @@ def driver_start_options(user_options: str = "") -> str:
     path = archive_path()
     if path is not None and path.is_file() and not any(ch.isspace() for ch in str(path)):
         # (Spark splits these options at white space: a path with a space would break the JVM's start)
-        options += [f"-XX:SharedArchiveFile={path}", QUIET_SHARING]
+        options += archive_options(path)
     return " ".join(options)

@@ -13,21 +13,18 @@ as MM2 ships.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
+from shared.class_sharing import archive_options, installation_digest
 from shared.localkafka.jars import CACHE_DIR, java_binary
 
 ARCHIVED_MAINS = frozenset({"kafka.Kafka", "kafka.tools.StorageTool"})
-QUIET_SHARING = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")  # an unusable archive is skipped without warnings
 
 
 def archive_path(classpath: str) -> Path:
     """Where the archive for `classpath` under this Java installation lives (a new Java or new jars: a new one)."""
-    java = Path(java_binary()).resolve()
-    stat = java.stat()
-    mark = f"{classpath}|{java}:{stat.st_size}:{int(stat.st_mtime)}"
-    return CACHE_DIR / f"kafka-broker-{hashlib.sha256(mark.encode()).hexdigest()[:16]}.jsa"
+    digest = installation_digest(Path(java_binary()).resolve(), extra=classpath)
+    return CACHE_DIR / f"kafka-broker-{digest[:16]}.jsa"
 
 
 def sharing_options(main_class: str, classpath: str) -> list[str]:
@@ -37,4 +34,4 @@ def sharing_options(main_class: str, classpath: str) -> list[str]:
     path = archive_path(classpath)
     if not path.is_file():
         return []
-    return [f"-XX:SharedArchiveFile={path}", *QUIET_SHARING]
+    return archive_options(path)
