@@ -1,4 +1,5 @@
-"""data-mirror killed with SIGKILL mid-stream, in both delivery modes: nothing lost, and exactly-once repeats nothing.
+"""data-mirror killed with SIGKILL mid-stream while it copies a flow in each delivery mode: nothing lost, and
+exactly-once repeats nothing.
 
 Apart from test_data_mirror.py so that the two longest data-mirror tests can run beside the others (pytest-xdist
 spreads whole files over its workers).
@@ -8,21 +9,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from shared.kafka.factories import confluent_producer
 from shared.localkafka import KafkaCluster
-from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic
+from tests.support.kafka_io import Rec, consume_all, consume_to_end, end_offsets_sum, make_topic
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
-
-
-def _config(tmp_path: Path, a: KafkaCluster, b: KafkaCluster, topic: str, **flow: str) -> Path:
-    return write_mm2_config(tmp_path / "mm2.properties", {"A": a, "B": b}, {"A->B": {"topics": topic, **flow}})
 
 
 class Writer(threading.Thread):
@@ -52,56 +48,86 @@ class Writer(threading.Thread):
 SLICE = 500
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+# One data-mirror runs a flow each way, one per delivery mode, and is killed once with both mid-stream.
+MODES = {"A->B": False, "B->A": True}  # flow -> exactly-once
+
+
 def test_kill_9_mid_stream_loses_nothing(
-    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, exactly_once: bool
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
 ) -> None:
-    topic, partitions, per_partition = f"crash-{unique}", 4, 30_000
+    partitions, per_partition = 4, 30_000
     total = partitions * per_partition
-    source = cluster_a.client_properties()
-    make_topic(source, topic, partitions=partitions)
-    make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
-    backlog = Writer(source, topic, partitions, 0, per_partition // 4)
-    backlog.run()  # here, before data-mirror starts
-    assert backlog.error is None, backlog.error
-    flow = {"exactly.once.support": "enabled"} if exactly_once else {}
-    config = _config(tmp_path, cluster_a, cluster_b, topic, **flow)
-    target = cluster_b.client_properties()
-    writer = Writer(source, topic, partitions, per_partition // 4, per_partition)
-    first = ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}).start()
+    clusters = {"A": cluster_a, "B": cluster_b}
+    topics: dict[str, str] = {}
+    flows: dict[str, dict[str, str]] = {}
+    writers: dict[str, Writer] = {}
+    for flow, exactly_once in MODES.items():
+        source, target = (clusters[alias].client_properties() for alias in flow.split("->"))
+        topic = topics[flow] = f"crash-{flow[0].lower()}-{unique}"
+        make_topic(source, topic, partitions=partitions)
+        make_topic(target, f"{flow[0]}.{topic}", partitions=partitions)
+        backlog = Writer(source, topic, partitions, 0, per_partition // 4)
+        backlog.run()  # here, before data-mirror starts
+        assert backlog.error is None, backlog.error
+        writers[flow] = Writer(source, topic, partitions, per_partition // 4, per_partition)
+        flows[flow] = {"topics": topic, **({"exactly.once.support": "enabled"} if exactly_once else {})}
+    config = write_mm2_config(tmp_path / "mm2.properties", clusters, flows)
+    remotes = {flow: (clusters[flow[-1]].client_properties(), f"{flow[0]}.{topic}") for flow, topic in topics.items()}
+    env = {"STRAIT_COMMIT_INTERVAL_MS": "300"}
+    first = ServiceProcess("data_mirror", config, tmp_path, env=env).start()
     try:
-        wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > 0, 240, "first records")
-        writer.start()
-        wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 120, "a tenth copied")
+        for target, remote in remotes.values():
+            wait_until(_more_than(target, remote, partitions, 0), 240, f"first records in {remote}")
+        for writer in writers.values():
+            writer.start()
+        for target, remote in remotes.values():
+            wait_until(_more_than(target, remote, partitions, total // 10), 120, f"a tenth copied to {remote}")
     finally:
         first.kill()
-    assert writer.is_alive(), "the source was fully written before the crash: nothing was mid-stream"
-    copied = end_offsets_sum(target, f"A.{topic}", partitions)
-    assert 0 < copied < total
-    writer.join(120)
-    assert writer.error is None, writer.error
-    assert writer.written == per_partition
+    for flow, writer in writers.items():
+        assert writer.is_alive(), f"{flow}: the source was fully written before the crash: nothing was mid-stream"
+        assert 0 < end_offsets_sum(*remotes[flow], partitions) < total
+    for writer in writers.values():
+        writer.join(120)
+        assert writer.error is None, writer.error
+        assert writer.written == per_partition
 
-    with ServiceProcess("data_mirror", config, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as second:
-        isolation = "read_committed" if exactly_once else "read_uncommitted"
-        records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level=isolation)
+    copied: dict[str, list[Rec]] = {}
+    with ServiceProcess("data_mirror", config, tmp_path, env=env) as second:
+        for flow, (target, remote) in remotes.items():
+            isolation = "read_committed" if MODES[flow] else "read_uncommitted"
+            consume_all(target, remote, expected=total, timeout_s=240, isolation_level=isolation)
         time.sleep(2)  # copies still on their way (duplicates) land by now
-        records = consume_to_end(target, f"A.{topic}", isolation_level=isolation)
+        for flow, (target, remote) in remotes.items():
+            isolation = "read_committed" if MODES[flow] else "read_uncommitted"
+            copied[flow] = consume_to_end(target, remote, isolation_level=isolation)
         assert second.stop() == 0
 
-    assert_nothing_lost(config, "A->B", topic, records=total, exactly_once=exactly_once)
+    for flow, exactly_once in MODES.items():
+        assert_nothing_lost(config, flow, topics[flow], records=total, exactly_once=exactly_once)
+        _assert_once_or_one_block_again(copied[flow], partitions, per_partition, exactly_once, flow)
+
+
+def _more_than(props: dict[str, str], topic: str, partitions: int, records: int) -> Callable[[], bool]:
+    return lambda: end_offsets_sum(props, topic, partitions) > records
+
+
+def _assert_once_or_one_block_again(
+    records: list[Rec], partitions: int, per_partition: int, exactly_once: bool, flow: str
+) -> None:
+    """Every record written is there; exactly-once: none twice; at-least-once: what came twice is one contiguous
+    block of offsets per partition (one uncommitted epoch copied again)."""
     seen: dict[bytes, int] = {}
     for record in records:
         assert record.value is not None
         seen[record.value] = seen.get(record.value, 0) + 1
     missing = [f"{p}:{i}" for p in range(partitions) for i in range(per_partition) if f"{p}:{i}".encode() not in seen]
     duplicates = len(records) - len(seen)
-    print(f"\n{'exactly-once' if exactly_once else 'at-least-once'}: lost={len(missing)} duplicates={duplicates}")
-    assert not missing, f"{len(missing)} records lost, e.g. {missing[:5]}"
+    print(f"\n{flow}: lost={len(missing)} duplicates={duplicates}")
+    assert not missing, f"{flow}: {len(missing)} records lost, e.g. {missing[:5]}"
     if exactly_once:
-        assert duplicates == 0
+        assert duplicates == 0, flow
     else:
-        # Re-copied records are one uncommitted epoch per partition: a single contiguous block of offsets.
         for p in range(partitions):
             twice = sorted(int(v.split(b":")[1]) for v, n in seen.items() if n > 1 and v.startswith(f"{p}:".encode()))
             assert twice == list(range(twice[0], twice[0] + len(twice))) if twice else True

@@ -46,7 +46,7 @@ def test_a_link_that_answers_nothing_for_two_minutes_then_heals_loses_nothing(
     clusters = {"NA": na, "NB": nb}
     group = f"dark-{unique}"
     settings = {"groups": group, "emit.checkpoints.interval.seconds": "1", "sync.group.offsets.enabled": "false"}
-    direct, topics, mirror = copy_flows(na, nb, MODES, tmp_path, unique, f"dark-{dark.lower()}", settings)
+    direct, topics, mirror = copy_flows(proxied, MODES, tmp_path, unique, f"dark-{dark.lower()}", settings)
     checkpoint = ServiceProcess("checkpoint", mirror.config, tmp_path)
     source_props, checked_topic = na.client_properties(), topics[CHECKPOINTED]
     with mirror, checkpoint:

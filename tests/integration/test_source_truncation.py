@@ -6,7 +6,8 @@ truncation.
 The truncation is real: on a three-node source, the follower of a two-replica partition is stopped, 30 records
 are written with acks=1 to the leader alone and copied, the leader is stopped, the follower is started and elected
 unclean (its log ends before those 30), 40 new records are written at the same offsets, and the old leader comes
-back and truncates. data-mirror runs throughout; in the "frozen" cases it is stopped (SIGSTOP) from before the
+back and truncates. data-mirror runs throughout, copying the topic to two targets (record by record to A, forwarding
+batches to B); in the "frozen" case it is stopped (SIGSTOP) from before the
 election until the new records are written, so it finds the log truncated only when the new leader has written
 past its position again (position 80, log end 90): the records at 50..79 are new and must be copied too.
 """
@@ -24,7 +25,7 @@ from confluent_kafka.admin import NewTopic
 
 from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.localkafka import KafkaCluster
-from tests.support.kafka_io import consume_all, consume_to_end, make_topic
+from tests.support.kafka_io import Rec, consume_all, consume_to_end, make_topic
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 from tests.support.waiting import wait_until
@@ -70,17 +71,22 @@ def _elect_unclean(cluster: KafkaCluster, topic: str, node: int) -> None:
         time.sleep(1)
 
 
-@pytest.mark.parametrize(
-    ("copy_batches", "frozen"), [("auto", False), ("off", False), ("auto", True), ("off", True)], ids=str
-)
+# One data-mirror copies the truncated topic twice: to A record by record, to B forwarding batches.
+COPY_BATCHES = {"TR->A": "off", "TR->B": "auto"}
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["running", "frozen"])
 def test_a_source_log_truncated_by_an_unclean_election_is_copied_again_from_where_it_diverged(
-    source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str, frozen: bool
+    source: KafkaCluster, cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, frozen: bool
 ) -> None:
-    topic = f"truncated-{copy_batches}-{'frozen-' if frozen else ''}{unique}"
+    topic = f"truncated-{'frozen-' if frozen else ''}{unique}"
+    targets = {"A": cluster_a.client_properties(), "B": cluster_b.client_properties()}
+    remote = f"TR.{topic}"
     admin = confluent_admin(source.client_properties())
     config = {"unclean.leader.election.enable": "true", "min.insync.replicas": "1"}
     admin.create_topics([NewTopic(topic, 1, 2, config=config)])[topic].result(30)
-    make_topic(cluster_b.client_properties(), f"TR.{topic}")
+    for target in targets.values():
+        make_topic(target, remote)
     wait_until(lambda: _leader(source, topic) > 0, 30, "a leader")
     leader = _leader(source, topic)
     (follower,) = [node for node in _replicas(source, topic) if node != leader]
@@ -88,14 +94,17 @@ def test_a_source_log_truncated_by_an_unclean_election_is_copied_again_from_wher
     lost = [f"b-{i}".encode() for i in range(30)]  # written to the leader alone: gone after the unclean election
     after = [f"c-{i}".encode() for i in range(40)]  # written by the new leader at offsets 50..89
     _write(source, topic, first, "all")
-    flow = {"topics": topic, "strait.copy.batches": copy_batches}
-    mm2 = write_mm2_config(tmp_path / "mm2.properties", {"TR": source, "B": cluster_b}, {"TR->B": flow})
-    remote = f"TR.{topic}"
+    flows = {flow: {"topics": topic, "strait.copy.batches": batches} for flow, batches in COPY_BATCHES.items()}
+    clusters = {"TR": source, "A": cluster_a, "B": cluster_b}
+    mm2 = write_mm2_config(tmp_path / "mm2.properties", clusters, flows)
+    copied: dict[str, list[Rec]] = {}
     with ServiceProcess("data_mirror", mm2, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as mirror:
-        consume_all(cluster_b.client_properties(), remote, expected=50, timeout_s=120)
+        for target in targets.values():
+            consume_all(target, remote, expected=50, timeout_s=120)
         source.nodes[follower - 1].process.stop()
         _write(source, topic, lost, "1")
-        consume_all(cluster_b.client_properties(), remote, expected=80, timeout_s=60)
+        for target in targets.values():
+            consume_all(target, remote, expected=80, timeout_s=60)
         if frozen:
             time.sleep(1)  # the progress of 80 committed (commit interval 300 ms)
             mirror.freeze()
@@ -107,11 +116,13 @@ def test_a_source_log_truncated_by_an_unclean_election_is_copied_again_from_wher
         source.wait_ready(90)
         if frozen:
             mirror.thaw()
-        copied = consume_all(cluster_b.client_properties(), remote, expected=120, timeout_s=120)
+        for alias, target in targets.items():
+            copied[alias] = consume_all(target, remote, expected=120, timeout_s=120)
         time.sleep(3)  # anything more (a second copy) would arrive within a few commit intervals
         assert mirror.stop() == 0
     held = [record.value for record in consume_to_end(source.client_properties(), topic)]
     assert held == first + after, "the source now holds a-* then c-*: b-* were truncated"
-    target = [record.value for record in consume_to_end(cluster_b.client_properties(), remote)]
-    assert len(copied) == 120
-    assert target == first + lost + after, "b-* stay (they were copied), then every c-* once, in order"
+    for alias, target in targets.items():
+        on_target = [record.value for record in consume_to_end(target, remote)]
+        assert len(copied[alias]) == 120, alias
+        assert on_target == first + lost + after, f"{alias}: b-* stay (they were copied), then each c-* once, in order"

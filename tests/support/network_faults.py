@@ -1,11 +1,12 @@
-"""Copying through the fault proxy: a source and a target on Kafka's default broker settings behind it, a flow in
-one of the three copy modes, data-mirror reaching both clusters through the proxy, and the wait for `strait
-verify` to find every record (the network-fault tests' common part)."""
+"""Copying through the fault proxy: clusters on Kafka's default broker settings behind it, flows between them in
+the three copy modes, one data-mirror reaching every cluster through the proxy, and the wait for `strait verify` to
+find every record (the network-fault tests' common part)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,18 +32,35 @@ MODES = {
 }
 
 
+@contextlib.contextmanager
+def proxied_clusters(names: Sequence[str], workdir: Path) -> Iterator[tuple[KafkaCluster, ...]]:
+    """One-node clusters named `names` on Kafka's default broker settings, reachable through one fault proxy and
+    directly."""
+    proxy = FaultProxy(workdir).start()
+    try:
+        with running(*(KafkaCluster(name, proxy=proxy, broker_defaults=True) for name in names)) as clusters:
+            yield tuple(clusters)
+    finally:
+        proxy.stop()
+
+
 @pytest.fixture(scope="module")
 def proxied(
     kafka_runtime: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
-    """Source NA and target NB on Kafka's default broker settings, reachable through the fault proxy and directly."""
-    proxy = FaultProxy(tmp_path_factory.mktemp("toxiproxy")).start()
-    try:
-        pair = (KafkaCluster(name, proxy=proxy, broker_defaults=True) for name in ("NA", "NB"))
-        with running(*pair) as (source, target):
-            yield source, target
-    finally:
-        proxy.stop()
+    """Source NA and target NB behind the fault proxy."""
+    with proxied_clusters(("NA", "NB"), tmp_path_factory.mktemp("toxiproxy")) as (source, target):
+        yield source, target
+
+
+@pytest.fixture(scope="module")
+def proxied_trio(
+    kafka_runtime: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[KafkaCluster, KafkaCluster, KafkaCluster]]:
+    """NA, NB and NC behind the fault proxy: room for a flow in each copy mode under one data-mirror (one flow
+    per pair of clusters), so one fault is met by all three modes at once."""
+    with proxied_clusters(("NA", "NB", "NC"), tmp_path_factory.mktemp("toxiproxy")) as (na, nb, nc):
+        yield na, nb, nc
 
 
 def write(cluster: KafkaCluster, topic: str, first: int, count: int) -> None:
@@ -59,37 +77,40 @@ def copy_through(
 ) -> tuple[Path, str, ServiceProcess]:
     """Topics on both sides and the backlog written; returns the direct config (for verifying), the topic, and
     data-mirror configured to reach both clusters through the proxy (started by `with`)."""
-    direct, topics, mirror = copy_flows(source, target, {FORWARD: mode}, tmp_path, unique, fault)
+    direct, topics, mirror = copy_flows((source, target), {FORWARD: mode}, tmp_path, unique, fault)
     return direct, topics[FORWARD], mirror
 
 
 def copy_flows(
-    na: KafkaCluster,
-    nb: KafkaCluster,
+    clusters: Sequence[KafkaCluster],
     modes: Mapping[str, str],
     tmp_path: Path,
     unique: str,
     fault: str,
     settings: Mapping[str, str] | None = None,
 ) -> tuple[Path, dict[str, str], ServiceProcess]:
-    """One topic per flow in `modes` ("NA->NB" and/or "NB->NA", each in its copy mode, with `settings` too), on its
-    source and as the remote topic on its target, with the backlog written; returns the direct config (for
-    verifying), each flow's topic, and one data-mirror running every flow through the proxy (started by `with`;
-    its config, `mirror.config`, serves other services behind the proxy too)."""
-    clusters = {"NA": na, "NB": nb}
+    """One topic per flow in `modes` (flow name, e.g. "NA->NB", to its copy mode; the aliases are the clusters'
+    names), on its source and as the remote topic on its target, with the backlog written; returns the direct config
+    (for verifying), each flow's topic, and one data-mirror running every flow through the proxy (started by `with`;
+    its config, `mirror.config`, serves other services behind the proxy too). Each flow gets a copy task of its own
+    (a Spark core each: long-lived tasks beyond the cores would wait)."""
+    named = {cluster.name: cluster for cluster in clusters}
     topics: dict[str, str] = {}
     flows: dict[str, dict[str, str]] = {}
     for flow, mode in modes.items():
         source_alias, target_alias = flow.split("->")
-        source, target = clusters[source_alias], clusters[target_alias]
+        source, target = named[source_alias], named[target_alias]
         topic = f"net-{fault}-{mode}-{source_alias.lower()}-{unique}"
         make_topic(source.client_properties(), topic, partitions=PARTITIONS)
         make_topic(target.client_properties(), f"{source_alias}.{topic}", partitions=PARTITIONS)  # topic-sync's job
         write(source, topic, 0, BACKLOG)
         topics[flow] = topic
         flows[flow] = {"topics": topic, **MODES[mode], **(settings or {})}
-    behind = write_mm2_config(tmp_path / "mm2.properties", {"NA": na.via_proxy(), "NB": nb.via_proxy()}, flows)
-    direct = write_mm2_config(tmp_path / "direct.properties", clusters, flows)
+    cores = {"spark.master": f"local[{max(2, len(flows))}]"}
+    behind = write_mm2_config(
+        tmp_path / "mm2.properties", {name: cluster.via_proxy() for name, cluster in named.items()}, flows, cores
+    )
+    direct = write_mm2_config(tmp_path / "direct.properties", named, flows, cores)
     mirror = ServiceProcess("data_mirror", behind, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "500"})
     return direct, topics, mirror
 
