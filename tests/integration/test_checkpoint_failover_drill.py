@@ -5,7 +5,8 @@ checkpoint run and consumer groups work on it; the groups resume on the target w
 Checkpoints follow the source's commits as a stream, so a group that commits as it consumes re-reads at most what
 it consumed in the last two seconds before the source died, and a group that committed and then paused for two
 seconds re-reads nothing; neither skips a copied record it had not processed. The same holds when a Filter drops
-some records on the way (the dropped ones are gaps in the target's offsets).
+some records on the way (the dropped ones are gaps in the target's offsets): the source is copied to two targets at
+once, as it is and through the Filter, and the groups resume on each.
 """
 
 from __future__ import annotations
@@ -170,21 +171,24 @@ def reprocessed(
     ]
 
 
-@pytest.mark.parametrize("filtered", [False, True], ids=["plain", "one-in-50-filtered"])
 def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_seconds(
-    doomed_source: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, filtered: bool
+    doomed_source: KafkaCluster, cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
 ) -> None:
-    source, target = f"S{unique}", f"T{unique}"
+    """One source, copied by two flows: to B as it is, and to A through a Filter that drops one record in 50."""
+    source, plain, filtered = f"S{unique}", f"T{unique}", f"U{unique}"
     topic, remote = f"drill-{unique}", f"S{unique}.drill-{unique}"
-    a_props, b_props = doomed_source.client_properties(), cluster_b.client_properties()
+    a_props = doomed_source.client_properties()
+    targets = {plain: cluster_b.client_properties(), filtered: cluster_a.client_properties()}
     make_topic(a_props, topic, partitions=PARTITIONS)
-    make_topic(b_props, remote, partitions=PARTITIONS)  # what topic-sync does
+    for props in targets.values():
+        make_topic(props, remote, partitions=PARTITIONS)  # what topic-sync does
+    flow = {"topics": topic, "groups": f"drill-{unique}-.*"}
     config = write_mm2_config(
         tmp_path / "mm2.properties",
-        {source: doomed_source, target: cluster_b},
-        {f"{source}->{target}": {"topics": topic, "groups": f"drill-{unique}-.*", **(DROP_MARKED if filtered else {})}},
+        {source: doomed_source, plain: cluster_b, filtered: cluster_a},
+        {f"{source}->{plain}": flow, f"{source}->{filtered}": {**flow, **DROP_MARKED}},
     )
-    load = Load(a_props, topic, marked=filtered)
+    load = Load(a_props, topic, marked=True)
     load.start()
     busy = Group(a_props, topic, f"drill-{unique}-busy")
     paused = Group(a_props, topic, f"drill-{unique}-paused", stop_after=PAUSED_AFTER)
@@ -192,18 +196,22 @@ def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_
         ServiceProcess("data_mirror", config, tmp_path),
         ServiceProcess("checkpoint", config, tmp_path, "--log-level", "DEBUG"),  # every round, if the drill fails
     ]
+
+    def mirrored() -> int:
+        return min(_mirrored(props, remote) for props in targets.values())
+
     try:
         for service in services:
             service.start()
         # The groups start once records are being mirrored: a group that stops before its records were copied
         # cannot resume exactly on the target, whatever the checkpoints do.
         deadline = time.monotonic() + 180
-        while _mirrored(b_props, remote) < 500:
+        while mirrored() < 500:
             assert time.monotonic() < deadline, "data-mirror did not start copying"
             time.sleep(0.5)  # each look is a new admin client: a broker's CPU that the suite needs elsewhere
         busy.start()
         paused.start()
-        while paused.paused_at is None or len(busy.consumed) < 3000 or _mirrored(b_props, remote) < 3000:
+        while paused.paused_at is None or len(busy.consumed) < 3000 or mirrored() < 3000:
             assert time.monotonic() < deadline, "the groups did not get going"
             time.sleep(0.5)
         # The source dies at a random moment, at least two seconds after the paused group's last commit.
@@ -220,20 +228,29 @@ def test_groups_failed_over_after_the_source_died_reread_at_most_their_last_two_
         load.stopping.set()
         busy.stopping.set()
 
-    busy_resume = translate_offsets(b_props, source, f"drill-{unique}-busy")
-    paused_resume = translate_offsets(b_props, source, f"drill-{unique}-paused")
-    busy_again = reprocessed(b_props, remote, busy_resume, busy)
-    paused_again = reprocessed(b_props, remote, paused_resume, paused)
-    oldest = died - min(busy_again) if busy_again else 0.0
-    print(
-        f"\nbusy group: re-read {len(busy_again)} (the oldest processed {oldest:.2f} s before the source died), "
-        f"consumed {busy.consumed_since(died - 2.0)} in its last 2 s; paused group: re-read {len(paused_again)}"
-    )
-    # What the busy group re-reads is part of what it processed in its last two seconds; the paused one, nothing.
-    assert oldest <= 2.0
-    assert len(busy_again) <= busy.consumed_since(died - 2.0)
-    assert paused_again == []
-    if filtered:
-        copied = [r.value or b"" for records in read_all_partitions(b_props, remote).values() for r in records]
-        assert copied
-        assert not [v for v in copied if int(v.split(b":")[1]) % DROPPED_EVERY == 7], "the filter dropped the marked"
+    for target, props in targets.items():
+        busy_resume = translate_offsets(props, source, f"drill-{unique}-busy")
+        paused_resume = translate_offsets(props, source, f"drill-{unique}-paused")
+        busy_again = reprocessed(props, remote, busy_resume, busy)
+        paused_again = reprocessed(props, remote, paused_resume, paused)
+        oldest = died - min(busy_again) if busy_again else 0.0
+        print(
+            f"\n{'filtered' if target == filtered else 'plain'}: busy group re-read {len(busy_again)} (the oldest "
+            f"processed {oldest:.2f} s before the source died), consumed {busy.consumed_since(died - 2.0)} in its last "
+            f"2 s; paused group re-read {len(paused_again)}"
+        )
+        # What the busy group re-reads is part of what it processed in its last two seconds; the paused one, nothing.
+        assert oldest <= 2.0, target
+        assert len(busy_again) <= busy.consumed_since(died - 2.0), target
+        assert paused_again == [], target
+    marked = {target: [v for v in _values(props, remote) if _is_marked(v)] for target, props in targets.items()}
+    assert marked[plain], "the plain flow copies the marked records too"
+    assert marked[filtered] == [], "the filter dropped the marked"
+
+
+def _values(props: Mapping[str, str], topic: str) -> list[bytes]:
+    return [r.value or b"" for records in read_all_partitions(props, topic).values() for r in records]
+
+
+def _is_marked(value: bytes) -> bool:
+    return int(value.split(b":")[1]) % DROPPED_EVERY == 7
