@@ -272,6 +272,9 @@ class BatchCopier:
         }
         # each fetch may bring its share of the room, and never more than a part of the bound
         share = min(room // max(len(by_lane), 1), bound // FETCH_SHARE_OF_BUFFER)
+        # Every partition in a fetch (none held, none without a leader): none waits for a fetch to answer before it
+        # is fetched again, so the fetches may wait long on a quiet source; otherwise briefly, for the held ones.
+        long_poll = len(self._lane_of) == len(self.parts)
         self._fetched_from = set(by_lane) | (set(fetches) if by_lane else set())
         for lane, members in by_lane.items():
             # A different partition first each time: only the first partition with data gets a batch larger than
@@ -281,7 +284,8 @@ class BatchCopier:
             first = self._rotations[lane] % len(keys)
             positions = {key: self.fetching[key].position for key in keys[first:] + keys[:first]}
             self._fetch_limits[lane] = share
-            fetches[lane] = asyncio.ensure_future(self._link.fetcher.fetch(lane[0], positions, share, lane[1]))
+            fetch = self._link.fetcher.fetch(lane[0], positions, share, lane[1], long_poll=long_poll)
+            fetches[lane] = asyncio.ensure_future(fetch)
 
     def _byte_bound(self) -> int:
         """The bytes this task may hold (queued for the target, in flight to it, and what its fetches under way may

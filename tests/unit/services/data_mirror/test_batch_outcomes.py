@@ -267,7 +267,7 @@ class _QuietFetcher:
         return True
 
     async def fetch(
-        self, _node: int, _positions: Any, _limit: int, _lane: int = 0
+        self, _node: int, _positions: Any, _limit: int, _lane: int = 0, *, long_poll: bool = False
     ) -> dict[tuple[str, int], PartitionFetch]:
         await asyncio.sleep(0.01)
         return {}
@@ -373,12 +373,13 @@ class _LogFetcher(_QuietFetcher):
         self.stored = stored
         self.round_trip_s = round_trip_s
         self.asked: list[set[tuple[str, int]]] = []
+        self.long_polls: list[bool] = []  # per fetch: whether it was asked to wait long
         self.lanes_asked: list[int] = []
         self.in_flight = self.most_in_flight = 0
         self.bytes_asked = self.most_bytes_asked = 0  # the fetches' size limits under way at once
 
     async def fetch(
-        self, _node: int, positions: Any, limit: int, lane: int = 0
+        self, _node: int, positions: Any, limit: int, lane: int = 0, *, long_poll: bool = False
     ) -> dict[tuple[str, int], PartitionFetch]:
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
@@ -533,10 +534,11 @@ class _SessionFetcher(_LogFetcher):
         self.busy = busy
 
     async def fetch(
-        self, _node: int, positions: Any, _limit: int, lane: int = 0
+        self, _node: int, positions: Any, _limit: int, lane: int = 0, *, long_poll: bool = False
     ) -> dict[tuple[str, int], PartitionFetch]:
         await asyncio.sleep(self.round_trip_s)
         self.asked.append(set(positions))
+        self.long_polls.append(long_poll)
         position = positions.get(self.busy)
         if position is None or position >= 10:
             return {}
@@ -583,3 +585,32 @@ async def test_a_round_weighs_only_the_partitions_something_happened_to_and_keep
     await task.step()
     assert held in fetcher.asked[-1]
     assert len(fetcher.asked[-1]) == partitions
+
+
+@pytest.mark.asyncio
+async def test_fetches_wait_long_on_a_quiet_source_and_briefly_while_a_partition_waits_to_be_fetched() -> None:
+    """With every partition in the fetch, nothing waits for it to answer: it may wait as long as Kafka's consumers
+    do (an idle source answers a fifth of the fetches). A held partition is fetched again only after a fetch
+    answers: while one is held, the fetches wait briefly."""
+    busy, held = ("orders", 0), ("orders", 3)
+    target = _ManyPartitionTarget(8)
+    fetcher = _SessionFetcher(stored_batch(0, 10), busy)
+    task = _copier_between(fetcher, target, 8)
+    keys = [f"k{offset}".encode() for offset in range(10)]
+    await _steps_until(task, lambda: target.by_partition[0] == keys, 50)
+    assert target.by_partition[0] == keys
+    for _ in range(3):
+        await task.step()
+    assert fetcher.long_polls[-1], "a quiet source with every partition fetched: a long poll"
+
+    task.hold(task.parts[held])
+    await task.step()
+    await task.step()
+    assert held not in fetcher.asked[-1]
+    assert not fetcher.long_polls[-1], "a held partition waits for the fetch under way: a short one"
+
+    task.release(task.parts[held], 0)
+    await task.step()
+    await task.step()
+    assert held in fetcher.asked[-1]
+    assert fetcher.long_polls[-1]

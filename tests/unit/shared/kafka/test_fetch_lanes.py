@@ -59,6 +59,7 @@ class _Client:
 
     def __init__(self) -> None:
         self.fetched: list[int] = []
+        self.waits: list[int] = []  # each Fetch's max wait (ms)
         self.bootstrapped = self.closed = False
         self.connected: list[int] = []
 
@@ -73,6 +74,7 @@ class _Client:
         if isinstance(request, ApiVersionRequest):
             return object()  # (the round trip measured when a leader is first fetched)
         self.fetched.append(node)
+        self.waits.append(request._max_wait_ms)
         return type("Answer", (), {"error_code": 0, "session_id": 0, "topics": []})()
 
     async def close(self) -> None:
@@ -134,3 +136,17 @@ async def test_a_distant_leaders_lanes_connect_as_soon_as_its_round_trip_is_know
     assert [client.fetched for client in made] == [[7], [7]]
     await fetcher.close()
     assert all(client.closed for client in made)
+
+
+@pytest.mark.asyncio
+async def test_a_fetch_waits_the_short_time_unless_asked_to_poll_long_and_never_less() -> None:
+    """The long poll is the consumer's fetch.max.wait.ms; a setting below the short wait leaves both at it."""
+    client = _Client()
+    fetcher = BatchFetcher(client, max_wait_ms=100, max_bytes=1 << 20, partition_max_bytes=None, long_poll_ms=500)
+    await fetcher.fetch(7, {("orders", 0): 0})
+    await fetcher.fetch(7, {("orders", 0): 0}, long_poll=True)
+    assert client.waits == [100, 500]
+    low = _Client()
+    capped = BatchFetcher(low, max_wait_ms=20, max_bytes=1 << 20, partition_max_bytes=None, long_poll_ms=20)
+    await capped.fetch(7, {("orders", 0): 0}, long_poll=True)
+    assert low.waits == [20]
