@@ -7,9 +7,9 @@ The truncation is real: on a three-node source, the follower of a two-replica pa
 are written with acks=1 to the leader alone and copied, the leader is stopped, the follower is started and elected
 unclean (its log ends before those 30), 40 new records are written at the same offsets, and the old leader comes
 back and truncates. data-mirror runs throughout, copying the topic to two targets (record by record to A, forwarding
-batches to B); in the "frozen" case it is stopped (SIGSTOP) from before the
-election until the new records are written, so it finds the log truncated only when the new leader has written
-past its position again (position 80, log end 90): the records at 50..79 are new and must be copied too.
+batches to B); in the "frozen" case it is stopped (SIGSTOP) from before the election until the new records are
+written, so it finds the log truncated only when the new leader has written past its position again (position 80,
+log end 90): the records at 50..79 are new and must be copied too.
 """
 
 from __future__ import annotations
@@ -66,13 +66,28 @@ def _elect_unclean(cluster: KafkaCluster, topic: str, node: int) -> None:
     deadline = time.monotonic() + 90
     while _leader(cluster, topic) != node:
         assert time.monotonic() < deadline, f"node {node} was not elected leader of {topic}"
-        with contextlib.suppress(KafkaException):  # the quorum is still forming, or an election is under way
+        # The quorum is still forming, an election is under way, or (on a loaded machine) the answer takes longer.
+        with contextlib.suppress(KafkaException, TimeoutError):
             admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result(15)  # type: ignore[attr-defined]
         time.sleep(1)
 
 
 # One data-mirror copies the truncated topic twice: to A record by record, to B forwarding batches.
 COPY_BATCHES = {"TR->A": "off", "TR->B": "auto"}
+MIRROR_ENV = {"STRAIT_COMMIT_INTERVAL_MS": "300"}
+
+
+@contextlib.contextmanager
+def _every_node_back(cluster: KafkaCluster) -> Iterator[None]:
+    """Whatever happens in the test, the next one starts with every node of the shared source running."""
+    try:
+        yield
+    finally:
+        stopped = [node for node in cluster.nodes if not node.process.is_running()]
+        for node in stopped:
+            node.process.start()
+        if stopped:
+            cluster.wait_ready(90)
 
 
 @pytest.mark.parametrize("frozen", [False, True], ids=["running", "frozen"])
@@ -98,7 +113,7 @@ def test_a_source_log_truncated_by_an_unclean_election_is_copied_again_from_wher
     clusters = {"TR": source, "A": cluster_a, "B": cluster_b}
     mm2 = write_mm2_config(tmp_path / "mm2.properties", clusters, flows)
     copied: dict[str, list[Rec]] = {}
-    with ServiceProcess("data_mirror", mm2, tmp_path, env={"STRAIT_COMMIT_INTERVAL_MS": "300"}) as mirror:
+    with _every_node_back(source), ServiceProcess("data_mirror", mm2, tmp_path, env=MIRROR_ENV) as mirror:
         for target in targets.values():
             consume_all(target, remote, expected=50, timeout_s=120)
         source.nodes[follower - 1].process.stop()
