@@ -64,11 +64,11 @@ class ClusterProbe:
             # is back (seen: "Broker transport failure" for minutes): the next probe uses a new one.
             self._admin = None
             return _silence(exc, self._timeout_s)
-        held = sorted(name for name, topic in metadata.topics.items() if topic.error is None)
-        if self._topic not in held:
+        if self._topic is None:
+            self._topic = min((name for name, topic in metadata.topics.items() if topic.error is None), default=None)
+        elif (found := metadata.topics.get(self._topic)) is None or found.error is not None:
             # Gone since (deleted): this client now asks for it again and again, so the next probe uses a new one.
-            self._admin = None if self._topic is not None else self._admin
-            self._topic = held[0] if held and self._admin is not None else None
+            self._admin = self._topic = None
         return None
 
 

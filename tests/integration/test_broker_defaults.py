@@ -57,11 +57,12 @@ def test_topic_sync_and_data_mirror_copy_every_field_on_default_brokers(
     flows = {flow: {"topics": topics[flow], **COPY_MODES[mode]} for flow, mode in MODES.items()}
     config = write_mm2_config(tmp_path / "mm2.properties", clusters, flows)
     records = PARTITIONS * PER_PARTITION
+    admins = {alias: confluent_admin(cluster.client_properties()) for alias, cluster in clusters.items()}
 
     def remote_partitions(flow: str) -> int:
         source_alias, target_alias = flow.split("->")
         remote = f"{source_alias}.{topics[flow]}"
-        listed = confluent_admin(clusters[target_alias].client_properties()).list_topics(remote, timeout=10)
+        listed = admins[target_alias].list_topics(remote, timeout=10)
         found = listed.topics.get(remote)
         return 0 if found is None or found.error is not None else len(found.partitions)
 
