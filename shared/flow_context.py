@@ -42,7 +42,11 @@ class FlowContext:
 
     def publisher(self) -> ControlPublisher:
         """A publisher of control events and statuses on the flow's target."""
-        return ControlPublisher(self.flow.target_producer_props(), replication_factor=self.internal_replication_factor)
+        return ControlPublisher(
+            self.flow.target_producer_props(),
+            replication_factor=self.internal_replication_factor,
+            cluster=self.flow.target,
+        )
 
     def lease(self, service: str, *, instance_id: str, shards: int = 1) -> ShardLease:
         """`service`'s lease on this flow: membership of the flow's lease group on its target, `shards` shards."""

@@ -23,6 +23,7 @@ from shared.kafka.follow import FollowedRecord
 from shared.kafka.partition_reader import PartitionReader
 from shared.kafka.record_writer import RawRecord, RecordWriter
 from shared.kafka.topic_admin import TopicAdmin
+from shared.kafka.topics import ROLLED_COMPACTED
 
 _log = structlog.get_logger(__name__)
 END_OFFSET_TIMEOUT_S = 10
@@ -74,7 +75,7 @@ class ControlLink:
         """
         admin = TopicAdmin(cluster, props, timeout_s=30)
         for topic in (CONTROL_TOPIC, STATUS_TOPIC):
-            admin.ensure_internal_topic(topic, replication_factor=replication_factor)
+            admin.ensure_internal_topic(topic, replication_factor=replication_factor, configs=ROLLED_COMPACTED)
         writer = RecordWriter(cluster, props, **{"linger.ms": 0})
         reader = PartitionReader(props, CONTROL_TOPIC, group_id=CONTROL_READER_GROUP, from_end=True)
         return cls(reader, writer, flows)

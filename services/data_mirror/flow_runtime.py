@@ -18,6 +18,7 @@ from shared.control.topic_names import is_mirror_transactional_id, mirror_transa
 from shared.errors import KafkaOperationError
 from shared.flow_context import FlowContext
 from shared.kafka.topic_admin import TopicAdmin
+from shared.kafka.topics import ROLLED_COMPACTED
 from shared.kafka.transaction_listing import transactional_ids
 from shared.kafka.transactions import fence_transactional_ids
 from shared.progress_store import load_progress
@@ -83,7 +84,9 @@ class FlowRuntime:
         rf = settings.offset_syncs_topic_replication_factor
         if settings.emit_offset_syncs_enabled:
             syncs_admin.ensure_internal_topic(syncs_topic, replication_factor=rf)
-        self.target_admin.ensure_internal_topic(self.clients.progress_topic, replication_factor=rf)
+        self.target_admin.ensure_internal_topic(
+            self.clients.progress_topic, replication_factor=rf, configs=ROLLED_COMPACTED
+        )
         if settings.exactly_once_enabled:
             self._fence_previous_transactions(tasks)
         self.committed = load_progress(flow.target_consumer_props(), self.clients.progress_topic, flow.name)

@@ -13,7 +13,8 @@ from shared.control.codec import Event, decode_event, encode_event
 from shared.control.topic_names import CONTROL_TOPIC, STATUS_TOPIC
 from shared.kafka.async_sender import AsyncSender
 from shared.kafka.follow import tail
-from shared.kafka.topics import ensure_internal_topics_on
+from shared.kafka.topic_admin import TopicAdmin
+from shared.kafka.topics import ROLLED_COMPACTED
 
 _log = structlog.get_logger(__name__)
 STOP_TIMEOUT_S = 3.0
@@ -27,25 +28,31 @@ def event_key(event: BaseModel) -> bytes:
     return f"{getattr(event, 'type', '')}:{getattr(event, 'flow', '')}".encode()
 
 
-async def ensure_control_topics(props: Mapping[str, str], replication_factor: int) -> None:
-    """Create the compacted control and status topics if missing (any service may be first)."""
+async def ensure_control_topics(props: Mapping[str, str], replication_factor: int, cluster: str = "target") -> None:
+    """Create the compacted control and status topics if missing (any service may be first); `cluster` names the
+    cluster in errors."""
 
-    topics = (CONTROL_TOPIC, STATUS_TOPIC)
-    await asyncio.to_thread(ensure_internal_topics_on, props, topics, replication_factor=replication_factor)
+    def ensure() -> None:
+        admin = TopicAdmin(cluster, props, timeout_s=30)
+        for topic in (CONTROL_TOPIC, STATUS_TOPIC):
+            admin.ensure_internal_topic(topic, replication_factor=replication_factor, configs=ROLLED_COMPACTED)
+
+    await asyncio.to_thread(ensure)
 
 
 class ControlPublisher:
     """Writes control events and status records to one cluster; idempotent producer, acks=all."""
 
-    def __init__(self, props: Mapping[str, str], *, replication_factor: int) -> None:
+    def __init__(self, props: Mapping[str, str], *, replication_factor: int, cluster: str = "target") -> None:
         self._props = dict(props)
         self._replication_factor = replication_factor
+        self._cluster = cluster
         self._sender = AsyncSender(props)
         self._started = False
 
     async def start(self) -> None:
         """Create the topics if needed and connect."""
-        await ensure_control_topics(self._props, self._replication_factor)
+        await ensure_control_topics(self._props, self._replication_factor, self._cluster)
         await self._sender.start()
         self._started = True
 

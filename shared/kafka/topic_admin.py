@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import structlog
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import (
     AlterConfigOpType,
@@ -25,8 +26,9 @@ from confluent_kafka.admin import (
 from shared.errors import StraitError
 from shared.kafka.cluster_errors import TOPIC_GONE, cluster_error, kafka_error_code
 from shared.kafka.factories import confluent_admin
-from shared.kafka.topics import ensure_internal_topic
+from shared.kafka.topics import COMPACTED, ROLLED, ensure_internal_topic
 
+_log = structlog.get_logger(__name__)
 DESCRIBE_BATCH = 500
 Failures = dict[str, StraitError]
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
@@ -165,15 +167,38 @@ class TopicAdmin:
             if entry.name == "max.message.bytes" and entry.value is not None
         }
 
-    def ensure_internal_topic(self, name: str, *, replication_factor: int) -> bool:
-        """Create `name` in MM2's internal-topic shape (one partition, compacted): True if created, False if it was.
+    def ensure_internal_topic(
+        self, name: str, *, replication_factor: int, configs: Mapping[str, str] = COMPACTED
+    ) -> bool:
+        """Create `name` in MM2's internal-topic shape (one partition, compacted, `configs`): True if created, False
+        if it was. A topic that was there gets the segment settings of `configs` it still takes from the broker (one
+        an earlier version made); values set on the topic stay.
 
         Creation has 30 s whatever this admin's timeout; other failures raise KafkaOperationError.
         """
         try:
-            return ensure_internal_topic(self._admin, name, replication_factor=replication_factor)
+            created = ensure_internal_topic(self._admin, name, replication_factor=replication_factor, configs=configs)
         except KafkaException as exc:  # the request could not even be sent
             raise self._error(exc, "create topic", name) from exc
+        rolled = {key: value for key, value in configs.items() if key in ROLLED}
+        if not created and rolled:
+            self._set_where_not_chosen(name, rolled)
+        return created
+
+    def _set_where_not_chosen(self, topic: str, wanted: Mapping[str, str]) -> None:
+        """SET each of `wanted` that `topic` does not set itself; a refusal (no ALTER_CONFIGS) is logged, not raised:
+        the topic works as it is, only less compacted."""
+        try:
+            described, errors = self.describe_configs([topic])
+            chosen = {entry.name for entry in described.get(topic, []) if entry.set_on_topic}
+            ops = [ConfigOp(key, "SET", value) for key, value in wanted.items() if key not in chosen]
+            failures = list(self.alter_configs({topic: ops}).values()) if ops and not errors else []
+        except StraitError as exc:  # the request itself failed
+            errors, ops, failures = [exc], [], []
+        for error in [*errors, *failures]:
+            _log.warning("internal_topic_settings_not_applied", topic=topic, settings=dict(wanted), error=str(error))
+        if ops and not errors and not failures:
+            _log.info("internal_topic_settings_applied", topic=topic, settings={op.name: op.value for op in ops})
 
     def describe_configs(self, topics: Sequence[str]) -> tuple[dict[str, list[ConfigEntrySpec]], list[StraitError]]:
         """Each topic's config entries; topics that failed are left out and their errors returned."""

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from shared.kafka.errors import translate_kafka_error
-from shared.kafka.factories import confluent_admin
 
 COMPACTED = {"cleanup.policy": "compact"}
+# Strait's own internal topics (progress, status, control) take a record per partition or per instance every second
+# or few, and are read whole when a process starts. The log cleaner never compacts a topic's active segment, and
+# Kafka's default segments (1 GiB, 7 days) let a busy flow's progress topic keep every record for an hour or more:
+# at 1,000 busy partitions a million records an hour, read again by every copy task that starts (500,000 took
+# 16.7 s). Small, short segments let the cleaner keep each topic near one record per key.
+ROLLED = {"segment.bytes": str(16 * 1024 * 1024), "segment.ms": str(10 * 60 * 1000)}
+ROLLED_COMPACTED = {**COMPACTED, **ROLLED}
 
 
 def create_topic(
@@ -37,13 +43,8 @@ def create_topic(
     return True
 
 
-def ensure_internal_topic(admin: AdminClient, name: str, *, replication_factor: int = -1) -> bool:
-    """MM2's internal-topic shape: one partition, compacted."""
-    return create_topic(admin, name, partitions=1, replication_factor=replication_factor, configs=COMPACTED)
-
-
-def ensure_internal_topics_on(props: Mapping[str, str], names: Sequence[str], *, replication_factor: int = -1) -> None:
-    """`ensure_internal_topic` for each of `names` on the cluster `props` connect to (one admin client for all)."""
-    admin = confluent_admin(props)
-    for name in names:
-        ensure_internal_topic(admin, name, replication_factor=replication_factor)
+def ensure_internal_topic(
+    admin: AdminClient, name: str, *, replication_factor: int = -1, configs: Mapping[str, str] = COMPACTED
+) -> bool:
+    """MM2's internal-topic shape: one partition, compacted (`configs`: ROLLED_COMPACTED for Strait's own)."""
+    return create_topic(admin, name, partitions=1, replication_factor=replication_factor, configs=configs)

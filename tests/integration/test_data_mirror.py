@@ -7,12 +7,14 @@ from pathlib import Path
 
 import psutil
 
-from shared.control import ServiceStatus, read_statuses
+from shared.control import CONTROL_TOPIC, STATUS_TOPIC, ServiceStatus, progress_topic, read_statuses
+from shared.kafka.topics import ROLLED
 from shared.localkafka import KafkaCluster
 from shared.localspark import SparkStandaloneCluster
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records import OffsetSync
 from shared.records.offset_sync import SyncSegment
+from tests.integration.test_internal_topics import topic_settings
 from tests.support.fidelity import HEADERS, assert_identical, by_partition, fill_varied
 from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
@@ -43,6 +45,8 @@ def test_records_arrive_byte_identical_with_exact_offset_syncs(
         code = mirror.stop()
     assert code == 0, mirror.tail()
     assert_nothing_lost(config, "A->B", f"dm-{unique}-.*", records=200_000, exactly_once=True)
+    for own in (progress_topic("A"), STATUS_TOPIC, CONTROL_TOPIC):  # made now or by an earlier test: rolled either way
+        assert topic_settings(cluster_b, own) == {"cleanup.policy": "compact", **ROLLED}, own
 
     # Read as a translator that starts now does: every sync before it answers (MM2 would keep only the newest).
     store = OffsetSyncStore()

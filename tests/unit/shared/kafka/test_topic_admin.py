@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigEntry, ConfigResource, ConfigSource
+from structlog.testing import capture_logs
 
 from shared.errors import KafkaOperationError
 from shared.kafka import topic_admin
 from shared.kafka.topic_admin import TopicAdmin
+from shared.kafka.topics import ROLLED, ROLLED_COMPACTED
 
 
 @dataclass
@@ -71,7 +73,7 @@ class _Admin:
         return futures
 
 
-def _admin(monkeypatch: pytest.MonkeyPatch, alias: str, fake: _Admin) -> TopicAdmin:
+def _admin(monkeypatch: pytest.MonkeyPatch, alias: str, fake: Any) -> TopicAdmin:
     monkeypatch.setattr(topic_admin, "confluent_admin", lambda props: fake)
     return TopicAdmin(alias, {"bootstrap.servers": "127.0.0.1:1"}, timeout_s=1)
 
@@ -116,3 +118,57 @@ def test_size_limits_and_a_failure_to_read_one_raises_naming_the_cluster(monkeyp
     assert admin.max_message_bytes([]) == {}
     with pytest.raises(KafkaOperationError, match=r"cluster B: describe topic configs on A\.denied failed"):
         admin.max_message_bytes(["A.orders", "A.denied"])
+
+
+class _ExistingTopicAdmin:
+    """The topic exists already (made by an earlier version); describing or altering it answers `refusal`."""
+
+    def __init__(self, refusal: int | None, *, on: str) -> None:
+        self.refusal, self.on = refusal, on
+        self.altered: list[Any] = []
+
+    def create_topics(self, topics: list[Any], **_: Any) -> dict[str, Future[Any]]:
+        return {topic.topic: _done(error=KafkaError.TOPIC_ALREADY_EXISTS) for topic in topics}
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float) -> dict[Any, Future[Any]]:
+        if self.on == "describe" and self.refusal is not None:
+            return {resource: _done(error=self.refusal) for resource in resources}
+        entry = ConfigEntry("segment.ms", "604800000", source=ConfigSource.DEFAULT_CONFIG)
+        return {resource: _done({entry.name: entry}) for resource in resources}
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], request_timeout: float) -> dict[Any, Any]:
+        self.altered += resources
+        refused = self.refusal if self.on == "alter" else None
+        return {resource: _done(error=refused) for resource in resources}
+
+
+@pytest.mark.parametrize("on", ["describe", "alter"])
+def test_an_older_internal_topic_the_service_may_not_reconfigure_is_used_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, on: str
+) -> None:
+    """No ALTER_CONFIGS (or DESCRIBE_CONFIGS) on an internal topic an earlier version made: the service goes on with
+    the topic as it is, and says which settings it could not apply."""
+    fake = _ExistingTopicAdmin(KafkaError.TOPIC_AUTHORIZATION_FAILED, on=on)
+    admin = _admin(monkeypatch, "B", fake)
+    with capture_logs() as logs:
+        created = admin.ensure_internal_topic("strait.status.internal", replication_factor=1, configs=ROLLED_COMPACTED)
+    assert created is False
+    (warning,) = [entry for entry in logs if entry["event"] == "internal_topic_settings_not_applied"]
+    assert warning["topic"] == "strait.status.internal"
+    assert "TOPIC_AUTHORIZATION_FAILED" in warning["error"]
+    assert warning["settings"] == ROLLED
+
+
+def test_an_older_internal_topic_gets_the_segment_settings_it_takes_from_the_broker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = _ExistingTopicAdmin(None, on="alter")
+    admin = _admin(monkeypatch, "B", fake)
+    with capture_logs() as logs:
+        assert (
+            admin.ensure_internal_topic("strait.status.internal", replication_factor=1, configs=ROLLED_COMPACTED)
+            is False
+        )
+    (resource,) = fake.altered
+    assert {entry.name: entry.value for entry in resource.incremental_configs} == ROLLED
+    assert [entry["event"] for entry in logs] == ["internal_topic_settings_applied"]
