@@ -186,18 +186,22 @@ class TopicAdmin:
         return created
 
     def _set_where_not_chosen(self, topic: str, wanted: Mapping[str, str]) -> None:
-        """SET each of `wanted` that `topic` does not set itself; a refusal (no ALTER_CONFIGS) is logged, not raised:
-        the topic works as it is, only less compacted."""
+        """SET each of `wanted` that `topic` does not set itself; any failure (no ALTER_CONFIGS, a policy) is logged,
+        not raised: the topic works as it is, only less compacted."""
+        problems: list[Exception] = []
+        ops: list[ConfigOp] = []
         try:
             described, errors = self.describe_configs([topic])
+            problems += errors
             chosen = {entry.name for entry in described.get(topic, []) if entry.set_on_topic}
             ops = [ConfigOp(key, "SET", value) for key, value in wanted.items() if key not in chosen]
-            failures = list(self.alter_configs({topic: ops}).values()) if ops and not errors else []
-        except StraitError as exc:  # the request itself failed
-            errors, ops, failures = [exc], [], []
-        for error in [*errors, *failures]:
-            _log.warning("internal_topic_settings_not_applied", topic=topic, settings=dict(wanted), error=str(error))
-        if ops and not errors and not failures:
+            if ops and not problems:
+                problems += self.alter_configs({topic: ops}).values()
+        except Exception as exc:  # best effort: the topic works as it is (the request failed, or its answer)
+            problems.append(exc)
+        for problem in problems:
+            _log.warning("internal_topic_settings_not_applied", topic=topic, settings=dict(wanted), error=str(problem))
+        if ops and not problems:
             _log.info("internal_topic_settings_applied", topic=topic, settings={op.name: op.value for op in ops})
 
     def describe_configs(self, topics: Sequence[str]) -> tuple[dict[str, list[ConfigEntrySpec]], list[StraitError]]:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import structlog
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from shared.errors import StraitError
+from shared.kafka.cluster_errors import kafka_error_code
 from shared.kafka.errors import translate_kafka_error
+
+_log = structlog.get_logger(__name__)
 
 COMPACTED = {"cleanup.policy": "compact"}
 # Strait's own internal topics (progress, status, control) take a record per partition or per instance every second
@@ -17,6 +22,8 @@ COMPACTED = {"cleanup.policy": "compact"}
 # 16.7 s). Small, short segments let the cleaner keep each topic near one record per key.
 ROLLED = {"segment.bytes": str(16 * 1024 * 1024), "segment.ms": str(10 * 60 * 1000)}
 ROLLED_COMPACTED = {**COMPACTED, **ROLLED}
+# What a cluster's topic policy answers to settings it does not allow (a managed Kafka may set floors on segments).
+SETTINGS_REFUSED = (KafkaError.POLICY_VIOLATION, KafkaError.INVALID_CONFIG)
 
 
 def create_topic(
@@ -46,5 +53,13 @@ def create_topic(
 def ensure_internal_topic(
     admin: AdminClient, name: str, *, replication_factor: int = -1, configs: Mapping[str, str] = COMPACTED
 ) -> bool:
-    """MM2's internal-topic shape: one partition, compacted (`configs`: ROLLED_COMPACTED for Strait's own)."""
-    return create_topic(admin, name, partitions=1, replication_factor=replication_factor, configs=configs)
+    """MM2's internal-topic shape: one partition, compacted (`configs`: ROLLED_COMPACTED for Strait's own). A cluster
+    whose policy refuses the extra settings gets the topic compacted only, and a warning naming them."""
+    try:
+        return create_topic(admin, name, partitions=1, replication_factor=replication_factor, configs=configs)
+    except StraitError as exc:
+        refused = exc.__cause__ is not None and kafka_error_code(exc.__cause__) in SETTINGS_REFUSED
+        if not refused or dict(configs) == COMPACTED:
+            raise
+        _log.warning("internal_topic_settings_not_applied", topic=name, settings=dict(configs), error=str(exc))
+    return create_topic(admin, name, partitions=1, replication_factor=replication_factor, configs=COMPACTED)

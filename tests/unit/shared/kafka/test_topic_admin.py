@@ -157,6 +157,8 @@ def test_an_older_internal_topic_the_service_may_not_reconfigure_is_used_as_it_i
     assert warning["topic"] == "strait.status.internal"
     assert "TOPIC_AUTHORIZATION_FAILED" in warning["error"]
     assert warning["settings"] == ROLLED
+    if on == "describe":
+        assert fake.altered == [], "nothing is set without knowing what the topic sets itself"
 
 
 def test_an_older_internal_topic_gets_the_segment_settings_it_takes_from_the_broker(
@@ -172,3 +174,31 @@ def test_an_older_internal_topic_gets_the_segment_settings_it_takes_from_the_bro
     (resource,) = fake.altered
     assert {entry.name: entry.value for entry in resource.incremental_configs} == ROLLED
     assert [entry["event"] for entry in logs] == ["internal_topic_settings_applied"]
+
+
+class _PolicyAdmin:
+    """A cluster whose topic policy refuses segment settings (as a managed Kafka with floors on segments may)."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, str]] = []
+
+    def create_topics(self, topics: list[Any], **_: Any) -> dict[str, Future[Any]]:
+        answers = {}
+        for topic in topics:
+            refused = "segment.bytes" in topic.config
+            if not refused:
+                self.created.append(dict(topic.config))
+            answers[topic.topic] = _done(error=KafkaError.POLICY_VIOLATION if refused else None)
+        return answers
+
+
+def test_a_cluster_whose_policy_refuses_the_segment_settings_gets_the_topic_compacted_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = _PolicyAdmin()
+    admin = _admin(monkeypatch, "B", fake)
+    with capture_logs() as logs:
+        assert admin.ensure_internal_topic("strait.status.internal", replication_factor=1, configs=ROLLED_COMPACTED)
+    assert fake.created == [{"cleanup.policy": "compact"}]
+    (warning,) = [entry for entry in logs if entry["event"] == "internal_topic_settings_not_applied"]
+    assert "POLICY_VIOLATION" in warning["error"]
