@@ -24,7 +24,6 @@ PARTITIONS = 4
 BACKLOG = 4_000  # per partition, written before data-mirror starts
 DURING = 500  # per partition, written while the fault is on
 TOTAL = PARTITIONS * (BACKLOG + DURING)
-FORWARD = "NA->NB"
 MODES = {
     "batches": {"strait.copy.batches": "auto"},
     "records": {"strait.copy.batches": "off"},
@@ -45,15 +44,6 @@ def proxied_clusters(names: Sequence[str], workdir: Path) -> Iterator[tuple[Kafk
 
 
 @pytest.fixture(scope="module")
-def proxied(
-    kafka_runtime: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[KafkaCluster, KafkaCluster]]:
-    """Source NA and target NB behind the fault proxy."""
-    with proxied_clusters(("NA", "NB"), tmp_path_factory.mktemp("toxiproxy")) as (source, target):
-        yield source, target
-
-
-@pytest.fixture(scope="module")
 def proxied_trio(
     kafka_runtime: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[KafkaCluster, KafkaCluster, KafkaCluster]]:
@@ -63,6 +53,17 @@ def proxied_trio(
         yield na, nb, nc
 
 
+@pytest.fixture(scope="module")
+def proxied_pairs(
+    kafka_runtime: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[KafkaCluster, KafkaCluster, KafkaCluster, KafkaCluster]]:
+    """Two pairs behind the fault proxy, NA with NB and NC with ND: one link of each pair can fail at once under one
+    data-mirror, each a different fault for the flows between its pair."""
+    with proxied_clusters(("NA", "NB", "NC", "ND"), tmp_path_factory.mktemp("toxiproxy")) as clusters:
+        na, nb, nc, nd = clusters
+        yield na, nb, nc, nd
+
+
 def write(cluster: KafkaCluster, topic: str, first: int, count: int) -> None:
     """Records `first` .. `first + count - 1` to every partition of `topic` (keyed, 200 B, one header)."""
     for partition in range(PARTITIONS):
@@ -70,15 +71,6 @@ def write(cluster: KafkaCluster, topic: str, first: int, count: int) -> None:
             (f"k{i}".encode(), f"{partition}:{i}".encode().ljust(200, b".")) for i in range(first, first + count)
         ]
         produce(cluster.client_properties(), topic, records, partition=partition, headers=[("h", b"v")])
-
-
-def copy_through(
-    source: KafkaCluster, target: KafkaCluster, mode: str, tmp_path: Path, unique: str, fault: str
-) -> tuple[Path, str, ServiceProcess]:
-    """Topics on both sides and the backlog written; returns the direct config (for verifying), the topic, and
-    data-mirror configured to reach both clusters through the proxy (started by `with`)."""
-    direct, topics, mirror = copy_flows((source, target), {FORWARD: mode}, tmp_path, unique, fault)
-    return direct, topics[FORWARD], mirror
 
 
 def copy_flows(
@@ -115,9 +107,7 @@ def copy_flows(
     return direct, topics, mirror
 
 
-def wait_copied(
-    direct: Path, topic: str, records: int, mirror: ServiceProcess, timeout_s: float, flow: str = FORWARD
-) -> None:
+def wait_copied(direct: Path, topic: str, records: int, mirror: ServiceProcess, timeout_s: float, flow: str) -> None:
     """Until the verifier finds every source record on the target (what a user's `strait verify` would say); the
     remote topic's end offsets are watched first, since the verifier reads every record each time it runs."""
     config = load_mm2_config(direct).flow_named(flow)
