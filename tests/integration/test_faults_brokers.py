@@ -5,8 +5,9 @@ another live broker (a reassignment, as an operator or a rebalancer makes one), 
 Both clusters have three brokers, the mirrored topics and every internal topic (progress, offset syncs,
 control, status, transaction state) have replication factor 3, and the producer writes with acks=all and
 idempotence, so a broker restart must cost nothing: lost == 0, duplicates reported. One at-least-once
-data-mirror process serves all four restarts (each test has its own topic) and must survive them all; the
-exactly-once case runs its own.
+data-mirror process serves every fault (each test has its own topic) and must survive them all; within a test the
+fault hits the source first and, once copying has gone on after it, the target (one producer run, one comparison).
+The exactly-once case runs its own process.
 """
 
 from __future__ import annotations
@@ -93,10 +94,15 @@ class ContinuousProducer:
 
 def _end_offsets(props: Mapping[str, str], topic: str) -> int:
     """Sum of the high watermarks of `topic`."""
+    return sum(_partition_ends(props, topic))
+
+
+def _partition_ends(props: Mapping[str, str], topic: str) -> list[int]:
+    """The high watermark of each partition of `topic`, in partition order."""
     consumer = confluent_consumer(props, **{"group.id": "fault-test-watermarks", "enable.auto.commit": False})
     try:
         count = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count))
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)]
     finally:
         consumer.close()
 
@@ -144,12 +150,12 @@ def _replicated_topic(cluster: KafkaCluster, name: str) -> None:
 
 @dataclass
 class Scenario:
-    """Which cluster the fault hits, and which fault (a broker restart, hard or clean, or leaders moved); the
-    data-mirror process that copies meanwhile."""
+    """Which clusters the fault hits, one after the other, and which fault (a broker restart, hard or clean, or
+    leaders moved); the data-mirror process that copies meanwhile."""
 
     source: KafkaCluster
     target: KafkaCluster
-    restarted: KafkaCluster
+    hit: tuple[KafkaCluster, ...]
     mirror: ServiceProcess
     hard: bool
     label: str
@@ -192,8 +198,9 @@ def _assert_alive(mirror: ServiceProcess) -> None:
 
 
 def _mirror_through_restart(scenario: Scenario, topic: str) -> ReplicaReport:
-    """Mirror `topic` with a producer writing throughout one broker restart; the replica report."""
-    source, target, restarted = scenario.source, scenario.target, scenario.restarted
+    """Mirror `topic` with a producer writing throughout the scenario's faults, one cluster after the other; the
+    replica report."""
+    source, target = scenario.source, scenario.target
     remote = f"A.{topic}"
     source_props, target_props = source.client_properties(), target.client_properties()
     isolation = "read_committed" if scenario.exactly_once else "read_uncommitted"
@@ -208,20 +215,31 @@ def _mirror_through_restart(scenario: Scenario, topic: str) -> ReplicaReport:
         producer.start()
         _wait_until("data-mirror copies records", lambda: _end_offsets(target_props, remote) > 0, timeout_s=120)
         phase("copying")
-        internal = ["mm2-offset-syncs.B.internal"] if restarted is source else []
-        internal += [progress_topic("A"), CONTROL_TOPIC, STATUS_TOPIC] if restarted is target else []
-        factors = _replication_factors(restarted, internal)
-        assert factors == dict.fromkeys(internal, 3), f"internal topics must have 3 replicas: {factors}"
-        hit_topic = topic if restarted is source else remote
-        if scenario.move_leaders:
-            moved = move_leaders(restarted, hit_topic)
-            assert sorted(moved) == list(range(PARTITIONS)), moved
-            assert all(old != new for old, new in moved.values()), moved
-            phase("leaders moved")
-        else:
-            restarted.restart_node(_leader_index(restarted, hit_topic), hard=scenario.hard, timeout_s=120)
-            phase("broker back")
-        time.sleep(5)  # keep writing a little after the broker is back
+        for restarted in scenario.hit:
+            side = "source" if restarted is source else "target"
+            internal = ["mm2-offset-syncs.B.internal"] if restarted is source else []
+            internal += [progress_topic("A"), CONTROL_TOPIC, STATUS_TOPIC] if restarted is target else []
+            factors = _replication_factors(restarted, internal)
+            assert factors == dict.fromkeys(internal, 3), f"internal topics must have 3 replicas: {factors}"
+            hit_topic = topic if restarted is source else remote
+            if scenario.move_leaders:
+                moved = move_leaders(restarted, hit_topic)
+                assert sorted(moved) == list(range(PARTITIONS)), moved
+                assert all(old != new for old, new in moved.values()), moved
+                phase(f"{side} leaders moved")
+            else:
+                restarted.restart_node(_leader_index(restarted, hit_topic), hard=scenario.hard, timeout_s=120)
+                phase(f"{side} broker back")
+            copied = _partition_ends(target_props, remote)
+            _wait_until(
+                f"every partition copying again after the {side} fault",
+                lambda copied=copied: all(
+                    now > then for now, then in zip(_partition_ends(target_props, remote), copied, strict=True)
+                ),
+                timeout_s=120,
+            )
+            phase(f"{side}: every partition copying again")
+        time.sleep(5)  # keep writing a little after the last fault
         producer.stop()
         phase("producer stopped")
         _assert_alive(scenario.mirror)
@@ -271,7 +289,7 @@ def test_target_broker_kill_with_exactly_once_loses_nothing_and_repeats_nothing(
         scenario = Scenario(
             three_broker_cluster,
             three_broker_target,
-            three_broker_target,
+            (three_broker_target,),
             mirror,
             hard=True,
             label="target broker kill -9, exactly-once",
@@ -286,50 +304,46 @@ def test_target_broker_kill_with_exactly_once_loses_nothing_and_repeats_nothing(
     assert_nothing_lost(config, "A->B", topic, records=report.source_records, exactly_once=True)
 
 
-@pytest.mark.parametrize("side", ["source", "target"])
 @pytest.mark.parametrize("hard", [True, False], ids=["kill-9", "clean-shutdown"])
 def test_broker_restart_loses_nothing(
     three_broker_cluster: KafkaCluster,
     three_broker_target: KafkaCluster,
     shared_mirror: ServiceProcess,
-    side: str,
     hard: bool,
     unique: str,
 ) -> None:
+    """A source broker restarts, then (copying again) a target broker: each the leader of the partition 0 it holds."""
     topic = _topic_pair(three_broker_cluster, three_broker_target, f"bf-{unique}")
-    restarted = three_broker_cluster if side == "source" else three_broker_target
     scenario = Scenario(
         three_broker_cluster,
         three_broker_target,
-        restarted,
+        (three_broker_cluster, three_broker_target),
         shared_mirror,
         hard=hard,
-        label=f"{side} broker {'kill -9' if hard else 'clean restart'}",
+        label=f"source then target broker {'kill -9' if hard else 'clean restart'}",
     )
     report = _mirror_through_restart(scenario, topic)
     assert report.lost == 0, f"lost {report.lost}, e.g. {report.lost_examples}"
     assert report.moved == 0
 
 
-@pytest.mark.parametrize("side", ["source", "target"])
 def test_leaders_moved_mid_copy_lose_nothing(
     three_broker_cluster: KafkaCluster,
     three_broker_target: KafkaCluster,
     shared_mirror: ServiceProcess,
-    side: str,
     unique: str,
 ) -> None:
-    """Every partition's leader moves to another broker while records are written and copied: fetches and
-    produces meet NOT_LEADER_OR_FOLLOWER from a broker that is still up, and follow the new leader."""
+    """Every partition's leader moves to another broker while records are written and copied, on the source and
+    then on the target: fetches and produces meet NOT_LEADER_OR_FOLLOWER from a broker that is still up, and
+    follow the new leader."""
     topic = _topic_pair(three_broker_cluster, three_broker_target, f"bf-{unique}")
-    hit = three_broker_cluster if side == "source" else three_broker_target
     scenario = Scenario(
         three_broker_cluster,
         three_broker_target,
-        hit,
+        (three_broker_cluster, three_broker_target),
         shared_mirror,
         hard=False,
-        label=f"{side} leaders moved",
+        label="source then target leaders moved",
         move_leaders=True,
     )
     report = _mirror_through_restart(scenario, topic)
