@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,10 @@ def end_offsets(props: dict[str, str], topic: str) -> int:
         return 0
 
 
+def _holds_more_than(props: dict[str, str], topic: str, records: int) -> bool:
+    return end_offsets(props, topic) > records
+
+
 def caught_up(
     source: dict[str, str], topic: str, target: dict[str, str], remote: str, timeout_s: float, *procs: ServiceProcess
 ) -> ReplicaReport:
@@ -163,42 +168,66 @@ def _private_config(tmp_path: Path, a: KafkaCluster, b: KafkaCluster, unique: st
     return source, target
 
 
-# -- the remote topic deleted on the target --------------------------------------------------------------
+# -- the remote topic deleted on the target, partitions added to the source ------------------------------
 
 
 @pytest.mark.slow
-def test_remote_topic_deleted_while_mirroring_comes_back_complete(
+def test_a_deleted_remote_topic_comes_back_complete_and_partitions_added_mid_stream_are_mirrored(
     cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
 ) -> None:
+    """Two topics of one flow, a producer writing to each, each meets a change at once: the remote topic of one is
+    deleted on the target (topic-sync makes it again and data-mirror copies every source record again), the other
+    gets three more partitions on the source (made on the remote topic and mirrored)."""
     a, b = cluster_a.client_properties(), cluster_b.client_properties()
-    topic = f"rd-{unique}"
-    source, _ = _private_config(tmp_path, cluster_a, cluster_b, unique, topic)
-    remote, config = f"{source}.{topic}", tmp_path / "mm2.properties"
-    make_topic(a, topic, partitions=2)
-    writer = Writer(a, topic, partitions=2)
+    deleted, grown = f"rd-{unique}", f"pa-{unique}"
+    source, _ = _private_config(tmp_path, cluster_a, cluster_b, unique, f"{deleted},{grown}")
+    config = tmp_path / "mm2.properties"
+    remote = {topic: f"{source}.{topic}" for topic in (deleted, grown)}
+    writers = {topic: Writer(a, topic, partitions=2, tag=topic[:2]) for topic in (deleted, grown)}
+    for topic in writers:
+        make_topic(a, topic, partitions=2)
     topic_sync = ServiceProcess("topic_sync", config, tmp_path).start()
     mirror = ServiceProcess("data_mirror", config, tmp_path, env=MIRROR_ENV).start()
     try:
         mirror.wait_for_log("driver_ready", timeout_s=180)
-        writer.start()
-        wait_until(lambda: end_offsets(b, remote) > 300, 180, "records in the remote topic", mirror, topic_sync)
-        old_id = _topic_id(b, remote)
-        delete_topic(b, remote)
-        print(f"\ndeleted {remote} after {writer.sent} records were written")
-        wait_until(
-            lambda: _topic_id(b, remote) not in (None, old_id), 90, "the remote topic recreated", topic_sync, mirror
+        for writer in writers.values():
+            writer.start()
+        for name in remote.values():
+            wait_until(partial(_holds_more_than, b, name, 300), 180, f"records in {name}", mirror, topic_sync)
+        old_id = _topic_id(b, remote[deleted])
+        delete_topic(b, remote[deleted])
+        deleted_at = time.monotonic()
+        print(f"\ndeleted {remote[deleted]} after {writers[deleted].sent} records were written")
+        admin = confluent_admin(a)
+        for future in admin.create_partitions([NewPartitions(grown, 5)]).values():
+            future.result(timeout=30)
+        writers[grown].grow(5)
+
+        def remote_partitions() -> int:
+            listed = TopicAdmin("B", b, timeout_s=30).list_topics()
+            return listed[remote[grown]].partitions if remote[grown] in listed else 0
+
+        wait_until(lambda: remote_partitions() == 5, 60, "the new partitions on the remote topic", topic_sync)
+        wait_until(  # within 90 s of the deletion, as when this case ran alone
+            lambda: _topic_id(b, remote[deleted]) not in (None, old_id),
+            max(1.0, 90 - (time.monotonic() - deleted_at)),
+            "the remote topic recreated",
+            topic_sync,
+            mirror,
         )
-        wait_until(lambda: end_offsets(b, remote) > 0, 90, "records in the recreated topic", mirror)
-        time.sleep(3)  # the producer keeps writing into the recreated flow
-        written = writer.stop()
-        report = caught_up(a, topic, b, remote, 120, mirror, topic_sync)
-        print(report.line(f"remote topic deleted ({written} written)"))
-        assert report.lost == 0, report.lost_examples
-        assert report.moved == 0
+        wait_until(lambda: end_offsets(b, remote[deleted]) > 0, 90, "records in the recreated topic", mirror)
+        time.sleep(3)  # the producers keep writing into the recreated topic and the new partitions
+        written = {topic: writer.stop() for topic, writer in writers.items()}
+        for topic, change in ((deleted, "remote topic deleted"), (grown, "partitions added")):
+            report = caught_up(a, topic, b, remote[topic], 120, mirror, topic_sync)
+            print(report.line(f"{change} ({written[topic]} written)"))
+            assert report.lost == 0, report.lost_examples
+            assert report.moved == 0
         assert mirror.stop() == 0, mirror.tail()
         assert topic_sync.stop() == 0, topic_sync.tail()
     finally:
-        writer.close()
+        for writer in writers.values():
+            writer.close()
         for process in (mirror, topic_sync):
             process.kill()
 
@@ -291,49 +320,6 @@ def test_topics_made_again_while_data_mirror_was_stopped_are_copied_from_their_s
         recreated = second.wait_for_log("topic_recreated_copying_again", timeout_s=10)
         assert (recreated["source_recreated"], recreated["remote_recreated"]) == (True, True), recreated
         assert second.stop() == 0, second.tail()
-
-
-# -- partitions added to the source mid-stream -----------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_partitions_added_mid_stream_are_created_and_mirrored(
-    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
-) -> None:
-    a, b = cluster_a.client_properties(), cluster_b.client_properties()
-    topic = f"pa-{unique}"
-    source, _ = _private_config(tmp_path, cluster_a, cluster_b, unique, topic)
-    remote, config = f"{source}.{topic}", tmp_path / "mm2.properties"
-    make_topic(a, topic, partitions=2)
-    writer = Writer(a, topic, partitions=2)
-    topic_sync = ServiceProcess("topic_sync", config, tmp_path).start()
-    mirror = ServiceProcess("data_mirror", config, tmp_path, env=MIRROR_ENV).start()
-    try:
-        mirror.wait_for_log("driver_ready", timeout_s=180)
-        writer.start()
-        wait_until(lambda: end_offsets(b, remote) > 300, 180, "records in the remote topic", mirror, topic_sync)
-        admin = confluent_admin(a)
-        for future in admin.create_partitions([NewPartitions(topic, 5)]).values():
-            future.result(timeout=30)
-        writer.grow(5)
-
-        def remote_partitions() -> int:
-            listed = TopicAdmin("B", b, timeout_s=30).list_topics()
-            return listed[remote].partitions if remote in listed else 0
-
-        wait_until(lambda: remote_partitions() == 5, 60, "the new partitions on the remote topic", topic_sync)
-        time.sleep(3)
-        written = writer.stop()
-        report = caught_up(a, topic, b, remote, 120, mirror, topic_sync)
-        print(report.line(f"partitions added ({written} written)"))
-        assert report.lost == 0, report.lost_examples
-        assert report.moved == 0
-        assert mirror.stop() == 0, mirror.tail()
-        assert topic_sync.stop() == 0, topic_sync.tail()
-    finally:
-        writer.close()
-        for process in (mirror, topic_sync):
-            process.kill()
 
 
 # -- the mirror's user loses WRITE on the target ---------------------------------------------------------
