@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from shared.control import CONTROL_TOPIC, STATUS_TOPIC, progress_topic
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.topics import create_topic
 from shared.localkafka import KafkaCluster
+from shared.retry import Backoff, retry_blocking
 from tests.support.kafka_io import read_to_end
 from tests.support.leaders import move_leaders
 from tests.support.mm2_config import write_mm2_config
@@ -34,7 +34,6 @@ from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import assert_nothing_lost
 
 pytestmark = pytest.mark.slow
-T = TypeVar("T")
 
 PARTITIONS = 3
 RATE_PER_PARTITION = 40  # records/s: small data, the point is records in flight while the broker restarts
@@ -121,18 +120,6 @@ def _wait_until(what: str, check: object, timeout_s: float, interval_s: float = 
             pass
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting until {what}")
-
-
-def _answered(ask: Callable[[], T], timeout_s: float) -> T:
-    """`ask()`'s answer, asked again while it fails (right after a fault the cluster may be between leaders)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return ask()
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
 
 
 def _leader_index(cluster: KafkaCluster, topic: str, partition: int = 0) -> int:
@@ -244,7 +231,12 @@ def _mirror_through_restart(scenario: Scenario, topic: str) -> ReplicaReport:
             else:
                 restarted.restart_node(_leader_index(restarted, hit_topic), hard=scenario.hard, timeout_s=120)
                 phase(f"{side} broker back")
-            copied = _answered(lambda: _partition_ends(target_props, remote), timeout_s=60)
+            copied = retry_blocking(  # right after a fault the cluster may be between leaders
+                lambda: _partition_ends(target_props, remote),
+                backoff=Backoff(1.0),
+                within_s=60,
+                retry_on=lambda exc: isinstance(exc, KafkaException),
+            )
             _wait_until(
                 f"every partition copying again after the {side} fault",
                 lambda copied=copied: all(
