@@ -186,11 +186,20 @@ class RecordCopier:
             self.read_errors += 1
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
+        if part is not None and part.paused:
+            # Stopped (a corrupt batch, a refused record, a deleted topic): read again only from where it stopped,
+            # by a seek, when released. What the consumer still says about it comes from a read no longer
+            # trusted: after a CRC failure librdkafka 2.16 reads on from inside the damaged batch and reports a
+            # made-up batch (_NOT_IMPLEMENTED at a garbage offset), then that offset out of range.
+            return
         if error.code() == KafkaError._AUTO_OFFSET_RESET and part is not None:
             self._out_of_range(part, msg.offset())
             return
         if error.code() == KafkaError._BAD_MSG and part is not None:
             self._corrupt_on_source(part, msg.offset(), error.str())
+            return
+        if error.code() == KafkaError._NOT_IMPLEMENTED and part is not None:  # a batch it cannot parse: its
+            self._corrupt_on_source(part, None, error.str())  # offset is not to be trusted, the position is
             return
         if error.code() in TOPIC_GONE and part is not None:
             self.hold(part)  # deleted on the source: the driver's next refresh drops it
@@ -256,10 +265,10 @@ class RecordCopier:
         return part.work.key in found, found.get(part.work.key)
 
     def _corrupt_on_source(self, part: PartitionCopy, offset: int | None, what: str) -> None:
-        """The consumer (checking CRCs) found a corrupt source record: its partition stops there."""
-        part.stop_at_corrupt(
-            offset if offset is not None and offset >= part.next_position() else part.next_position(), what
-        )
+        """The consumer (checking CRCs) found a corrupt source batch at `offset` (None: somewhere from the next
+        record on): its partition stops there, never past a record not yet read."""
+        reached = max(part.fetched_next, part.next_position())
+        part.stop_at_corrupt(offset if offset is not None and offset >= reached else reached, what)
         self.hold(part)
 
     # -- the loop's requests --------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ class Record:
     timestamp: int
     headers: list[tuple[str, bytes]] | None = None
     committed: bool = True
+    corrupt: bool = False  # its batch fails the consumer's CRC check
 
 
 class FakeMessage:
@@ -118,10 +119,29 @@ class FakeConsumer:
                 del self.positions[key]
                 continue
             while position < len(log) and len(out) < num_messages:
+                if log[position].corrupt:
+                    self._corrupt_batch(key, position, out)
+                    break
                 out.append(FakeMessage(key[0], key[1], position, log[position], leader_epoch=self.leader_epoch))
                 position += 1
-            self.positions[key] = position
+            else:
+                self.positions[key] = position
         return out
+
+    def _corrupt_batch(self, key: tuple[str, int], position: int, out: list[FakeMessage]) -> None:
+        """What librdkafka 2.16 reports for a batch failing its CRC check, as measured against a real broker, all in
+        one consume call once its fetches are done: the CRC error; then, reading on from inside the damaged batch,
+        an unsupported batch at a garbage offset, where it moves its fetch position; then that offset out of range
+        (auto.offset.reset=error), after which it no longer fetches the partition."""
+        blank = Record(None, None, 0, None)
+        garbage = 92363409141044
+        for offset, code, what in (
+            (position, KafkaError._BAD_MSG, f"MessageSet at offset {position} failed CRC32C check"),
+            (garbage, KafkaError._NOT_IMPLEMENTED, f"Unsupported Message(Set) MagicByte 49 at offset {garbage}"),
+            (garbage + 1, KafkaError._AUTO_OFFSET_RESET, "Broker: Offset out of range"),
+        ):
+            out.append(FakeMessage(key[0], key[1], offset, blank, error=KafkaError(code, what, fatal=False)))
+        del self.positions[key]
 
     def poll(self, timeout: float) -> FakeMessage | None:
         found = self.consume(1, timeout)

@@ -140,6 +140,27 @@ def test_a_refused_record_stops_only_its_partition_and_is_reported() -> None:
     assert "max.message.bytes=1000" in (progress.report.blocked_reason or "")
 
 
+def test_a_corrupt_source_batch_stops_only_its_partition_before_it_whatever_the_consumer_says_after() -> None:
+    """librdkafka follows its CRC error with a made-up batch at a garbage offset and that offset out of range: the
+    partition stops at the damaged batch all the same, copies nothing twice and skips nothing."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 20)
+    cluster.log("orders", 0).append(Record(None, b"damaged", 1, corrupt=True))  # offset 20
+    _fill(cluster, 0, 5, start=21)
+    _fill(cluster, 1, 40)
+    _, error = _run(cluster, _spec(), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 1)) == 40))
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)[:20]], "all before it, once"
+    assert _values(cluster, 1) == [r.value for r in cluster.log("orders", 1)], "the other partition kept flowing"
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert progress.next_offset == 20
+    assert progress.report is not None
+    assert progress.report.blocked_offset == 20
+    assert "corrupt record batch on the source at orders-0 offset 20" in (progress.report.blocked_reason or "")
+    reports = [decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0) if r.value is not None]
+    assert not [r for r in reports if r is not None and (r.reset_from is not None or r.expired)], "no reset, no skip"
+
+
 def test_a_record_the_broker_refuses_is_caught_from_its_delivery_report() -> None:
     cluster = FakeCluster()
     _fill(cluster, 0, 30)
