@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, Message
 
 from shared.control import CONTROL_TOPIC, STATUS_TOPIC, progress_topic
-from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.topics import create_topic
 from shared.localkafka import KafkaCluster
-from shared.retry import Backoff, retry_blocking
-from tests.support.kafka_io import read_to_end
+from tests.support.kafka_io import end_offsets, read_to_end
 from tests.support.leaders import move_leaders
 from tests.support.mm2_config import write_mm2_config
 from tests.support.replica_check import ReplicaReport, compare_topics
@@ -95,17 +94,7 @@ class ContinuousProducer:
 
 def _end_offsets(props: Mapping[str, str], topic: str) -> int:
     """Sum of the high watermarks of `topic`."""
-    return sum(_partition_ends(props, topic))
-
-
-def _partition_ends(props: Mapping[str, str], topic: str) -> list[int]:
-    """The high watermark of each partition of `topic`, in partition order."""
-    consumer = confluent_consumer(props, **{"group.id": "fault-test-watermarks", "enable.auto.commit": False})
-    try:
-        count = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)]
-    finally:
-        consumer.close()
+    return sum(end_offsets(props, topic))
 
 
 def _wait_until(what: str, check: object, timeout_s: float, interval_s: float = 1.0) -> None:
@@ -231,16 +220,11 @@ def _mirror_through_restart(scenario: Scenario, topic: str) -> ReplicaReport:
             else:
                 restarted.restart_node(_leader_index(restarted, hit_topic), hard=scenario.hard, timeout_s=120)
                 phase(f"{side} broker back")
-            copied = retry_blocking(  # right after a fault the cluster may be between leaders
-                lambda: _partition_ends(target_props, remote),
-                backoff=Backoff(1.0),
-                within_s=60,
-                retry_on=lambda exc: isinstance(exc, KafkaException),
-            )
+            copied = end_offsets(target_props, remote)  # asked again while leaders settle after the fault
             _wait_until(
                 f"every partition copying again after the {side} fault",
                 lambda copied=copied: all(
-                    now > then for now, then in zip(_partition_ends(target_props, remote), copied, strict=True)
+                    now > then for now, then in zip(end_offsets(target_props, remote), copied, strict=True)
                 ),
                 timeout_s=120,
             )

@@ -11,8 +11,10 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topics import create_topic
+from shared.retry import Backoff, retry_blocking
 
 Headers = list[tuple[str, bytes | None]]
+ENDS_WITHIN_S = 60
 
 
 @dataclass(frozen=True)
@@ -173,10 +175,23 @@ def end_offsets_sum(props: Mapping[str, str], topic: str, partitions: int) -> in
     return sum(end_offsets(props, topic, partitions))
 
 
-def end_offsets(props: Mapping[str, str], topic: str, partitions: int) -> list[int]:
-    """The end offsets of `topic`'s first `partitions` partitions, in partition order."""
+def end_offsets(props: Mapping[str, str], topic: str, partitions: int | None = None) -> list[int]:
+    """The end offsets of `topic`'s first `partitions` partitions (all when None), in partition order. Asked again
+    for up to ENDS_WITHIN_S while the cluster settles: a new consumer may not know a partition yet ("Unknown
+    partition" under load, seconds after the topic was made), and right after a broker fault a partition may be
+    between leaders."""
+    return retry_blocking(
+        lambda: _end_offsets_once(props, topic, partitions),
+        backoff=Backoff(0.5, 2.0),
+        within_s=ENDS_WITHIN_S,
+        retry_on=lambda exc: isinstance(exc, KafkaException),
+    )
+
+
+def _end_offsets_once(props: Mapping[str, str], topic: str, partitions: int | None) -> list[int]:
     consumer = confluent_consumer(props, **{"group.id": "test-ends"})
     try:
-        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)]
+        count = partitions or len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)]
     finally:
         consumer.close()
