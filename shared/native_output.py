@@ -23,8 +23,8 @@ import structlog
 
 from shared.log_repeats import RepeatLimiter
 
-# librdkafka: %<syslog level>|<seconds>|<facility>|<client>| <message>
-_LIBRDKAFKA = re.compile(r"^%(\d)\|[\d.]+\|([A-Z0-9_]+)\|([^|]*)\|\s?(.*)$")
+# librdkafka: %<syslog level>|<seconds>|<facility>|<client.id>#<type>-<n>| <message> (Strait's client ids hold "|")
+_LIBRDKAFKA = re.compile(r"^%(\d)\|[\d.]+\|([A-Z0-9_]+)\|(.*?#[a-z]+-\d+)\|\s?(.*)$")
 # log4j's default pattern in Spark: yy/MM/dd HH:mm:ss LEVEL logger: message
 _LOG4J_PLAIN = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ([^:\s]+): (.*)$")
 _JVM_WARNING = re.compile(r"^(WARNING|ERROR): (.*)$")

@@ -22,6 +22,7 @@ from shared.daemon_executor import use_daemon_threads
 from shared.errors import ConfigError
 from shared.gc_monitor import GcPauseMonitor
 from shared.gc_tuning import tune_garbage_collector
+from shared.kafka.client_names import name_process
 from shared.kafka.client_props import jaas_credentials
 from shared.loop_monitor import LoopStallMonitor
 from shared.loop_watchdog import LoopWatchdog
@@ -102,6 +103,7 @@ def run_service(
 ) -> None:
     """Parse, configure, run until SIGTERM/SIGINT, stop cleanly; exit non-zero if a task crashed."""
     settings = parse_settings(prog, settings_cls, argv)
+    name_process(prog)
     configure_logging(prog, settings.log_level)
     relay_native_stderr()
     config = load_config(prog, settings)

@@ -6,6 +6,8 @@ from pydantic import Field
 
 from shared.config.service_settings import ServiceSettings
 
+PROG = "strait-data-mirror"  # the process's name: its logs, its metrics' registry, its Kafka clients' ids
+
 
 class DataMirrorSettings(ServiceSettings):
     """Commit interval, task count and Spark master; `spark.*` keys in the config file pass through too."""

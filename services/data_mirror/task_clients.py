@@ -20,6 +20,7 @@ from services.data_mirror.work import TaskSpec
 from shared.control import MirrorHandover, decode_event
 from shared.control.topic_names import CONTROL_READER_GROUP, mirror_source_group
 from shared.kafka.batch_link import BatchLink, open_batch_link
+from shared.kafka.client_names import client_id
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.leader_epochs import epoch_ends
@@ -58,6 +59,16 @@ class TaskClients:
     source_topic_ids: Callable[[list[str]], dict[str, str]] = lambda _topics: {}
 
 
+def task_name(spec: TaskSpec) -> str:
+    """What the task's Kafka clients are for, in their client ids (`client_names`), as MM2 names its task's."""
+    return f"{spec.flow}|task-{spec.slot}"
+
+
+def _named(spec: TaskSpec, role: str, what: str | None = None) -> dict[str, str]:
+    """librdkafka's `client.id` for one of the task's clients (the user's, if set, wins in the factory)."""
+    return {"client.id": client_id(role, f"{task_name(spec)}|{what}" if what else task_name(spec))}
+
+
 def connect(spec: TaskSpec) -> TaskClients:
     """Real clients for `spec`. Exactly-once: transactions are initialised (fencing) before progress is read.
 
@@ -66,9 +77,11 @@ def connect(spec: TaskSpec) -> TaskClients:
     producer, consumer = (None, None) if spec.copy_batches else _record_clients(spec)
     sync_producer = None
     if spec.emit_offset_syncs:
-        sync_producer = confluent_producer(spec.sync_producer, **_producer_settings(None))
+        sync_producer = confluent_producer(
+            spec.sync_producer, **_producer_settings(None), **_named(spec, "producer", "offset-syncs")
+        )
     watch = HandoverWatch(spec)
-    admin = confluent_admin(spec.source_admin)
+    admin = confluent_admin(spec.source_admin, **_named(spec, "admin"))
 
     def close() -> None:
         watch.close()
@@ -95,6 +108,7 @@ def connect(spec: TaskSpec) -> TaskClients:
             spec.target_producer,
             sorted({work.source_topic for work in spec.partitions}),
             sorted({work.remote_topic for work in spec.partitions} | {spec.progress_topic}),
+            purpose=task_name(spec),
         ),
     )
 
@@ -102,11 +116,14 @@ def connect(spec: TaskSpec) -> TaskClients:
 def _record_clients(spec: TaskSpec) -> tuple[Any, Any]:
     """The record path's producer (its transactions initialised: any earlier task of the slot is fenced) and
     consumer."""
-    producer = confluent_producer(spec.target_producer, **_producer_settings(spec.transactional_id))
+    producer = confluent_producer(
+        spec.target_producer, **_producer_settings(spec.transactional_id), **_named(spec, "producer")
+    )
     if spec.transactional_id:
         producer.init_transactions(INIT_TIMEOUT_S)
     consumer = confluent_consumer(
         spec.source_consumer,
+        **_named(spec, "consumer"),
         **{
             "group.id": mirror_source_group(spec.flow),
             "enable.auto.commit": False,
@@ -148,7 +165,9 @@ class HandoverWatch:
     def __init__(self, spec: TaskSpec) -> None:
         self._spec = spec
         self._consumer: Consumer = confluent_consumer(
-            spec.target_consumer, **{"group.id": CONTROL_READER_GROUP, "enable.auto.commit": False}
+            spec.target_consumer,
+            **_named(spec, "consumer", "control"),
+            **{"group.id": CONTROL_READER_GROUP, "enable.auto.commit": False},
         )
         self._consumer.assign([TopicPartition(spec.control_topic, 0, spec.control_from_offset)])
 

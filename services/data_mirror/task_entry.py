@@ -10,10 +10,12 @@ from services.data_mirror.batch_copy import BatchCopier
 from services.data_mirror.copier import describe
 from services.data_mirror.partition_copy import Clock
 from services.data_mirror.record_copy import RecordCopier
+from services.data_mirror.settings import PROG
 from services.data_mirror.task_clients import TaskClients, connect
 from services.data_mirror.task_loop import TaskLoop
 from services.data_mirror.task_secrets import with_secrets
 from services.data_mirror.work import TaskResult, TaskSpec
+from shared.kafka.client_names import name_process
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -25,6 +27,7 @@ def run_task(spec: TaskSpec, secrets: Broadcast[dict[str, str]] | None = None) -
     `secrets` is the driver's broadcast of the client secrets the spec's settings name by placeholder."""
     began = time.monotonic()
     _freeze_what_is_alive()
+    name_process(PROG)  # a Spark worker's clients are the data-mirror's
     try:
         spec = with_secrets(spec, secrets.value if secrets is not None else {})
         clients = connect(spec)

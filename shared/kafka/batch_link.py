@@ -35,6 +35,7 @@ from aiokafka.protocol.transaction import InitProducerIdRequest
 from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
+from shared.kafka.client_names import client_id
 from shared.kafka.error_codes import (
     CLUSTER_AUTHORIZATION_FAILED,
     DUPLICATE_SEQUENCE_NUMBER,
@@ -819,9 +820,13 @@ async def open_batch_link(
     target_props: Mapping[str, str],
     source_topics: Sequence[str],
     target_topics: Sequence[str],
+    *,
+    purpose: str | None = None,
 ) -> BatchLink:
     """Connected clients, with the fetch sizes of the source consumer's settings and the target producer's
-    timeouts (their Java names, as the user configured them)."""
+    timeouts (their Java names, as the user configured them); their client ids say `purpose` (`client_names`)."""
+    fetching = client_id("client", f"{purpose}|fetch" if purpose else "fetch")
+    producing = client_id("client", f"{purpose}|produce" if purpose else "produce")
 
     def number(props: Mapping[str, str], key: str, default: int) -> int:
         return int(props.get(key, default))
@@ -829,17 +834,17 @@ async def open_batch_link(
     read_committed = source_props.get("isolation.level", "read_committed") != "read_uncommitted"
     partition_bytes = source_props.get("max.partition.fetch.bytes")
     fetcher = BatchFetcher(
-        aio_client(source_props),
+        aio_client(source_props, client_id=fetching),
         max_wait_ms=min(number(source_props, "fetch.max.wait.ms", FETCH_MAX_WAIT_MS), FETCH_MAX_WAIT_MS),
         long_poll_ms=number(source_props, "fetch.max.wait.ms", DEFAULT_FETCH_LONG_POLL_MS),
         max_bytes=number(source_props, "fetch.max.bytes", DEFAULT_FETCH_MAX_BYTES),
         partition_max_bytes=int(partition_bytes) if partition_bytes is not None else None,
         read_committed=read_committed,
-        lane_client=lambda: aio_client(source_props),
+        lane_client=lambda: aio_client(source_props, client_id=fetching),
     )
     request_timeout_ms = number(target_props, "request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS)
     producer = BatchProducer(
-        aio_client(target_props),
+        aio_client(target_props, client_id=producing),
         request_timeout_ms=request_timeout_ms,
         delivery_timeout_s=number(target_props, "delivery.timeout.ms", DEFAULT_DELIVERY_TIMEOUT_MS) / 1000,
         max_request_bytes=number(target_props, "max.request.size", DEFAULT_MAX_REQUEST_BYTES),

@@ -12,6 +12,7 @@ from aiokafka.client import AIOKafkaClient
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from shared.kafka.client_names import client_id
 from shared.kafka.client_props import (
     AIOKAFKA_CONSUMER_ONLY,
     AIOKAFKA_PRODUCER_ONLY,
@@ -49,12 +50,15 @@ def _warn_ignored(role: str, translated: ClientProps) -> None:
 
 
 def librdkafka_config(props: Mapping[str, str], role: str, **extra: Any) -> dict[str, Any]:
-    """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top; never auto-creating."""
+    """librdkafka configuration for `role`, with `extra` (already librdkafka names) on top; never auto-creating.
+    Its `client.id`: the user's if set, else `extra`'s (a caller naming what the client is for), else the
+    process's and the role's (`client_names`)."""
     translated = to_librdkafka(props)
     _warn_ignored(role, translated)
     other_kind = LIBRDKAFKA_PRODUCER_ONLY if role == "consumer" else LIBRDKAFKA_CONSUMER_ONLY
     settings = {key: value for key, value in translated.settings.items() if key not in other_kind}
-    return {**settings, **extra, **LIBRDKAFKA_NO_AUTO_CREATE}
+    named = settings.get("client.id") or extra.get("client.id") or client_id(role)
+    return {**settings, **extra, "client.id": named, **LIBRDKAFKA_NO_AUTO_CREATE}
 
 
 def confluent_admin(props: Mapping[str, str], **extra: Any) -> AdminClient:
@@ -73,7 +77,8 @@ def confluent_consumer(props: Mapping[str, str], **extra: Any) -> Consumer:
 
 
 def aiokafka_kwargs(props: Mapping[str, str], role: str, **extra: Any) -> dict[str, Any]:
-    """aiokafka keyword arguments for `role` (consumer, producer or admin), `extra` on top."""
+    """aiokafka keyword arguments for `role` (consumer, producer, admin or client), `extra` on top. Its
+    `client_id`: the user's `client.id` if set, else `extra`'s, else the process's and the role's (`client_names`)."""
     translated = to_aiokafka(props)
     _warn_ignored(role, translated)
     kwargs = dict(translated.settings)
@@ -81,7 +86,8 @@ def aiokafka_kwargs(props: Mapping[str, str], role: str, **extra: Any) -> dict[s
         kwargs = {k: v for k, v in kwargs.items() if k not in AIOKAFKA_CONSUMER_ONLY}
     if role != "producer":
         kwargs = {k: v for k, v in kwargs.items() if k not in AIOKAFKA_PRODUCER_ONLY}
-    return {**kwargs, **extra}
+    named = kwargs.get("client_id") or extra.get("client_id") or client_id(role)
+    return {**kwargs, **extra, "client_id": named}
 
 
 def aio_producer(props: Mapping[str, str], **extra: Any) -> AIOKafkaProducer:
@@ -101,4 +107,4 @@ def aio_admin(props: Mapping[str, str], **extra: Any) -> AIOKafkaAdminClient:
 
 def aio_client(props: Mapping[str, str], **extra: Any) -> AIOKafkaClient:
     """A bare aiokafka protocol client (for requests no admin API exposes as-is); call `await bootstrap()`."""
-    return AIOKafkaClient(**aiokafka_kwargs(props, "admin", **extra))
+    return AIOKafkaClient(**aiokafka_kwargs(props, "client", **extra))

@@ -19,6 +19,9 @@ def test_librdkafka_lines_keep_their_severity_facility_and_client() -> None:
     assert parsed.fields == {"facility": "GETPID", "client": "rdkafka#producer-3"}
     assert parse_native_line("%3|1.0|FAIL|rdkafka#consumer-1| down").level == logging.ERROR
     assert parse_native_line("%7|1.0|BROKER|rdkafka#consumer-1| detail").level == logging.DEBUG
+    named = parse_native_line("%3|1.0|FAIL|strait-data-mirror|A->B|task-0|consumer#consumer-2| [thrd:b]: down|up")
+    assert (named.level, named.event) == (logging.ERROR, "[thrd:b]: down|up")
+    assert named.fields == {"facility": "FAIL", "client": "strait-data-mirror|A->B|task-0|consumer#consumer-2"}
 
 
 def test_spark_log4j_lines_json_or_plain_keep_logger_and_level() -> None:

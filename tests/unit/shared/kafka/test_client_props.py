@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from shared.errors import ConfigError
+from shared.kafka import client_names
 from shared.kafka.client_props import to_aiokafka, to_librdkafka
 from shared.kafka.factories import aiokafka_kwargs, confluent_consumer, confluent_producer, librdkafka_config
 
@@ -129,3 +130,19 @@ def test_aiokafka_consumers_honour_enable_auto_commit_instead_of_warning_about_i
     assert translated.ignored == ()
     assert aiokafka_kwargs({"enable.auto.commit": "false"}, "consumer")["enable_auto_commit"] is False
     assert "enable_auto_commit" not in aiokafka_kwargs({"enable.auto.commit": "false"}, "producer")
+
+
+def test_every_client_is_named_after_the_process_and_its_role_unless_the_user_named_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_names, "_process", "strait-checkpoint")
+    plain = {"bootstrap.servers": "127.0.0.1:1"}
+    assert librdkafka_config(plain, "consumer")["client.id"] == "strait-checkpoint|consumer"
+    assert aiokafka_kwargs(plain, "admin")["client_id"] == "strait-checkpoint|admin"
+    purpose = client_names.client_id("producer", "A->B|task-3")
+    assert purpose == "strait-checkpoint|A->B|task-3|producer"
+    assert librdkafka_config(plain, "producer", **{"client.id": purpose})["client.id"] == purpose
+    assert aiokafka_kwargs(plain, "consumer", client_id=None)["client_id"] == "strait-checkpoint|consumer"
+    users = {**plain, "client.id": "team-quota"}  # the user's id wins: client quotas are set by it
+    assert librdkafka_config(users, "producer", **{"client.id": purpose})["client.id"] == "team-quota"
+    assert aiokafka_kwargs(users, "consumer", client_id="lease-1")["client_id"] == "team-quota"
