@@ -278,10 +278,14 @@ class RecordCopier:
             self.consumer.pause([TopicPartition(*part.work.key)])
 
     def release(self, part: PartitionCopy, offset: int) -> None:
+        """Read the partition again from `offset`. Assigned again rather than sought: after an out-of-range report
+        the consumer no longer fetches it and refuses a seek (_STATE), and a corrupt batch ends in one (librdkafka
+        reports its made-up next batch out of range), which failed the task at every retry."""
         part.paused, part.fetched_next = False, offset
         tp = TopicPartition(*part.work.key, offset)
-        self.consumer.seek(tp)
-        self.consumer.resume([tp])
+        self.consumer.incremental_unassign([TopicPartition(*part.work.key)])
+        self.consumer.incremental_assign([tp])
+        self.consumer.resume([tp])  # a pause outlives the assignment
 
     def positions(self) -> dict[PartitionKey, FetchPosition]:
         keys = list(self.parts)

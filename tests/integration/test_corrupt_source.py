@@ -4,13 +4,15 @@ that names it, and what came before it arrives whole (both copy paths; a new CRC
 The damage is real: one byte of a record's value is flipped in the source broker's log segment on disk, which
 the broker serves as it is (a broker does not check CRCs when it reads for a fetch). Where the damaged batch sits
 in a fetch matters to the consumer: after other batches, or first (the mirror resumes right at it). First in a
-fetch, librdkafka 2.16 follows its CRC error with a made-up batch at a garbage offset, which failed the task (and
-a task that fails copies again what it had not committed) before the record path ignored what the consumer says
-about a partition it stopped.
+fetch, librdkafka 2.16 follows its CRC error with a made-up batch at a garbage offset and reports that offset out of
+range, after which it refuses a seek: that failed the task at once or at every retry (and a task that fails copies
+again what it had not committed) until the record path ignored what the consumer says about a partition it stopped
+and read it again by assigning it anew.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,8 @@ from tests.support.service_process import ServiceProcess
 
 MARK = b"damaged-here"
 PER_BATCH = 50  # records per produce call: the damaged record (batch 1, record 10) is in the batch at offset 50
-ENV = {"STRAIT_COMMIT_INTERVAL_MS": "300"}
+ENV = {"STRAIT_COMMIT_INTERVAL_MS": "300", "STRAIT_BLOCKED_RETRY_S": "1"}
+RETRIES_WATCHED = 3  # the damaged batch is read again every second: this many times, and the task goes on
 
 
 def _flip_a_byte(cluster: KafkaCluster, topic: str, mark: bytes) -> None:
@@ -66,6 +69,11 @@ def test_a_corrupt_source_batch_stops_its_partition_and_nothing_of_it_is_copied(
         blocked_at = int(stopped["offset"])
         assert PER_BATCH <= blocked_at <= PER_BATCH + 10, "it stops at the damaged record's batch, after the first"
         target = consume_all(cluster_b.client_properties(), f"A.{topic}", expected=blocked_at, timeout_s=60)
+        time.sleep(RETRIES_WATCHED + 0.5)
+        failures = [
+            line for line in mirror.logs() if line.get("event") == "mirror_error" and line.get("kind") == "task"
+        ]
+        assert not failures, "reading the damaged batch again must not fail the task"
         assert mirror.stop() == 0
     copied = [record.value for record in consume_to_end(cluster_b.client_properties(), f"A.{topic}")]
     assert len(target) == blocked_at

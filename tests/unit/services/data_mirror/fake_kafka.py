@@ -95,6 +95,7 @@ class FakeConsumer:
         self.paused: set[tuple[str, int]] = set()
         self.errors: list[FakeMessage] = []  # returned by the next consume, before any record
         self.leader_epoch: int | None = None  # reported with each position, as librdkafka does (KIP-320)
+        self.corrupt_reads = 0  # how often a batch failing its CRC check was read
 
     def assign(self, tps: list[TopicPartition]) -> None:
         self.positions = {(tp.topic, tp.partition): tp.offset for tp in tps}
@@ -133,6 +134,7 @@ class FakeConsumer:
         one consume call once its fetches are done: the CRC error; then, reading on from inside the damaged batch,
         an unsupported batch at a garbage offset, where it moves its fetch position; then that offset out of range
         (auto.offset.reset=error), after which it no longer fetches the partition."""
+        self.corrupt_reads += 1
         blank = Record(None, None, 0, None)
         garbage = 92363409141044
         for offset, code, what in (
@@ -154,7 +156,10 @@ class FakeConsumer:
         self.paused -= {(tp.topic, tp.partition) for tp in tps}
 
     def seek(self, tp: TopicPartition) -> None:
-        self.positions[(tp.topic, tp.partition)] = tp.offset
+        key = (tp.topic, tp.partition)
+        if key not in self.positions:  # librdkafka after an out-of-range report: no longer fetched, no seek
+            raise KafkaException(KafkaError(KafkaError._STATE, f"Failed to seek to offset {tp.offset}", fatal=False))
+        self.positions[key] = tp.offset
 
     def position(self, tps: list[TopicPartition]) -> list[TopicPartition]:
         epoch = -1 if self.leader_epoch is None else self.leader_epoch

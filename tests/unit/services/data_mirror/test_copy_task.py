@@ -19,6 +19,7 @@ from shared.records import OffsetSync
 from shared.records.progress import decode_progress_record
 from tests.unit.services.data_mirror.fake_kafka import (
     FakeCluster,
+    FakeConsumer,
     FakeMessage,
     FakeProducer,
     Record,
@@ -159,6 +160,27 @@ def test_a_corrupt_source_batch_stops_only_its_partition_before_it_whatever_the_
     assert "corrupt record batch on the source at orders-0 offset 20" in (progress.report.blocked_reason or "")
     reports = [decode_progress_record(r.value).report for r in cluster.committed(PROGRESS, 0) if r.value is not None]
     assert not [r for r in reports if r is not None and (r.reset_from is not None or r.expired)], "no reset, no skip"
+
+
+def test_a_corrupt_source_batch_is_read_again_at_each_retry_without_failing_the_task() -> None:
+    """Each retry reads the damaged batch again (the consumer no longer fetches the partition after its made-up
+    out-of-range report, and refuses a seek): it stops there again, and the task goes on."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 20)
+    cluster.log("orders", 0).append(Record(None, b"damaged", 1, corrupt=True))
+    _fill(cluster, 1, 40)
+    spec = dataclasses.replace(_spec(), blocked_retry_s=0.05)
+    made: list[FakeConsumer] = []  # the task's consumer, once made
+    handover = _until(lambda: made[0].corrupt_reads >= 3)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=handover)
+    made.append(clients.consumer)
+    result = task_loop(spec, clients).run()
+    assert result.error is None
+    assert clients.consumer.corrupt_reads >= 3, "read again at each retry"
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)[:20]], "all before it, once"
+    assert _values(cluster, 1) == [r.value for r in cluster.log("orders", 1)]
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert (progress.next_offset, progress.report and progress.report.blocked_offset) == (20, 20)
 
 
 def test_a_record_the_broker_refuses_is_caught_from_its_delivery_report() -> None:
