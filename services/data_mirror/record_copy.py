@@ -188,7 +188,7 @@ class RecordCopier:
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
         if part is not None and part.paused:
             # Stopped (a corrupt batch, a refused record, a deleted topic): read again only from where it stopped,
-            # by a seek, when released. What the consumer still says about it comes from a read no longer
+            # assigned anew when released. What the consumer still says about it comes from a read no longer
             # trusted: after a CRC failure librdkafka 2.16 reads on from inside the damaged batch and reports a
             # made-up batch (_NOT_IMPLEMENTED at a garbage offset), then that offset out of range.
             return
@@ -198,8 +198,9 @@ class RecordCopier:
         if error.code() == KafkaError._BAD_MSG and part is not None:
             self._corrupt_on_source(part, msg.offset(), error.str())
             return
-        if error.code() == KafkaError._NOT_IMPLEMENTED and part is not None:  # a batch it cannot parse: its
-            self._corrupt_on_source(part, None, error.str())  # offset is not to be trusted, the position is
+        if error.code() == KafkaError._NOT_IMPLEMENTED and part is not None:
+            # A batch the consumer cannot parse: the offset it names is not to be trusted, the position is.
+            self._corrupt_on_source(part, None, error.str())
             return
         if error.code() in TOPIC_GONE and part is not None:
             self.hold(part)  # deleted on the source: the driver's next refresh drops it
