@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 TRIES = 100
-MARKS = Path(tempfile.gettempdir()) / "strait-ports"
+MARKS = Path(tempfile.gettempdir()) / f"strait-ports-{os.getuid()}"  # per user: another's would not be writable
 _lock = threading.Lock()
 _mine: list[Path] = []
 
