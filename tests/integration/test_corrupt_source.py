@@ -2,12 +2,12 @@
 that names it, and what came before it arrives whole (both copy paths; a new CRC must not launder the damage).
 
 The damage is real: one byte of a record's value is flipped in the source broker's log segment on disk, which
-the broker serves as it is (a broker does not check CRCs when it reads for a fetch). Where the damaged batch sits
-in a fetch matters to the consumer: after other batches, or first (the mirror resumes right at it). First in a
-fetch, librdkafka 2.16 follows its CRC error with a made-up batch at a garbage offset and reports that offset out of
-range, after which it refuses a seek: that failed the task at once or at every retry (and a task that fails copies
-again what it had not committed) until the record path ignored what the consumer says about a partition it stopped
-and read it again by assigning it anew.
+the broker serves as it is (a broker does not check CRCs when it reads for a fetch). The damaged batch comes after
+other batches in a fetch, or first (the mirror resumes right at it). Once it reads it first in a fetch (at once, or
+when it fetches again after the error), librdkafka 2.16 follows its CRC error with a made-up batch at a garbage
+offset and reports that offset out of range, after which it refuses a seek: that failed the task at once or at
+every retry (and a task that fails copies again what it had not committed) until the record path ignored what the
+consumer says about a partition it stopped and read it again by assigning it anew.
 """
 
 from __future__ import annotations
