@@ -59,7 +59,7 @@ async def test_a_stop_ends_the_wait_at_once_and_returns_none() -> None:
 
     began = time.monotonic()
     assert await retry_async(attempt, backoff=Backoff(3600), stop=stop) is None
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 60, "the stop ended the hour's wait"
 
 
 async def test_the_delay_starts_over_after_the_work_made_progress() -> None:
@@ -90,9 +90,9 @@ def test_blocking_retries_stop_before_the_deadline_and_raise_the_last_failure() 
 
     began = time.monotonic()
     with pytest.raises(KafkaOperationError, match="unreachable"):
-        retry_blocking(attempt, backoff=Backoff(0.05), within_s=0.2, retry_on=lambda exc: True)
-    assert 2 <= calls <= 5
-    assert time.monotonic() - began < 2
+        retry_blocking(attempt, backoff=Backoff(0.05), within_s=0.5, retry_on=lambda exc: True)
+    assert 2 <= calls <= 11  # tried again, and no more often than the waits allow within the deadline
+    assert time.monotonic() - began < 30  # (generous: a loaded machine is slow, not endless)
 
 
 async def test_a_cancellation_is_never_retried() -> None:
