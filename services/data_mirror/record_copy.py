@@ -243,11 +243,7 @@ class RecordCopier:
             resume = position
         else:
             resume = part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
-        # After its out-of-range error the consumer no longer fetches the partition and refuses a seek (_STATE):
-        # it is assigned again at the new position.
-        self.consumer.incremental_unassign([TopicPartition(*part.work.key)])
-        self.consumer.incremental_assign([TopicPartition(*part.work.key, resume)])
-        part.paused, part.fetched_next = False, resume
+        self.release(part, resume)
 
     def _diverged_below(self, part: PartitionCopy, position: int) -> tuple[bool, int | None]:
         """(answered, where the log diverged below `position` or None). Not answered: a look-up failed. Answered
@@ -279,9 +275,10 @@ class RecordCopier:
             self.consumer.pause([TopicPartition(*part.work.key)])
 
     def release(self, part: PartitionCopy, offset: int) -> None:
-        """Read the partition again from `offset`. Assigned again rather than sought: after an out-of-range report
-        the consumer no longer fetches it and refuses a seek (_STATE), and a corrupt batch ends in one (librdkafka
-        reports its made-up next batch out of range), which failed the task at every retry."""
+        """Read the partition again from `offset` (a retry, or where an out-of-range position goes on). Assigned
+        again rather than sought: after an out-of-range report the consumer no longer fetches it and refuses a seek
+        (_STATE), and a corrupt batch ends in one (librdkafka reports its made-up next batch out of range), which
+        failed the task at every retry."""
         part.paused, part.fetched_next = False, offset
         tp = TopicPartition(*part.work.key, offset)
         self.consumer.incremental_unassign([TopicPartition(*part.work.key)])

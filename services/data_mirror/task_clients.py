@@ -66,7 +66,7 @@ def task_name(spec: TaskSpec) -> str:
 
 def _named(spec: TaskSpec, role: str, what: str | None = None) -> dict[str, str]:
     """librdkafka's `client.id` for one of the task's clients (the user's, if set, wins in the factory)."""
-    return {"client.id": client_id(role, f"{task_name(spec)}|{what}" if what else task_name(spec))}
+    return {"client.id": client_id(role, task_name(spec), what)}
 
 
 def connect(spec: TaskSpec) -> TaskClients:

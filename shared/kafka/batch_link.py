@@ -825,8 +825,7 @@ async def open_batch_link(
 ) -> BatchLink:
     """Connected clients, with the fetch sizes of the source consumer's settings and the target producer's
     timeouts (their Java names, as the user configured them); their client ids say `purpose` (`client_names`)."""
-    fetching = client_id("client", f"{purpose}|fetch" if purpose else "fetch")
-    producing = client_id("client", f"{purpose}|produce" if purpose else "produce")
+    fetching, producing = client_id("client", purpose, "fetch"), client_id("client", purpose, "produce")
 
     def number(props: Mapping[str, str], key: str, default: int) -> int:
         return int(props.get(key, default))

@@ -17,6 +17,7 @@ def name_process(name: str) -> None:
     _process = name
 
 
-def client_id(role: str, purpose: str | None = None) -> str:
-    """The id of a client in `role` (consumer, producer, admin, client) for `purpose` (e.g. "A->B|task-0")."""
-    return "|".join(part for part in (_process, purpose, role) if part)
+def client_id(role: str, *purpose: str | None) -> str:
+    """The id of a client in `role` (consumer, producer, admin, client) for `purpose` (e.g. "A->B|task-0",
+    "offset-syncs"; parts that are None are left out)."""
+    return "|".join(part for part in (_process, *purpose, role) if part)
