@@ -30,7 +30,7 @@ from shared.control.codec import Event
 from shared.control.status_reader import read_statuses
 from shared.control.topic_names import progress_topic
 from shared.errors import CodecError
-from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.partition_reader import read_to_end
 from shared.kafka.topics import ensure_internal_topic
 from shared.localkafka import KafkaCluster
@@ -38,7 +38,7 @@ from shared.localkafka.ports import free_port
 from shared.progress_store import load_progress
 from shared.records import Checkpoint, Heartbeat
 from shared.records.progress import ProgressKey, encode_progress
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import commit_offsets, make_topic, produce
 from tests.support.mirror_sim import MirrorSimulation
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
@@ -235,11 +235,7 @@ class Setup:
         make_topic(self.a, self.topic, 1)
         produce(self.a, self.topic, [(None, f"r{i}".encode()) for i in range(200)], partition=0)
         self.mirror.mirror(self.topic)
-        consumer = confluent_consumer(self.a, **{"group.id": self.group, "enable.auto.commit": False})
-        try:
-            consumer.commit(offsets=[TopicPartition(self.topic, 0, 150)], asynchronous=False)
-        finally:
-            consumer.close()
+        commit_offsets(self.a, self.group, [TopicPartition(self.topic, 0, 150)])
 
     @contextmanager
     def heartbeats_arriving(self) -> Iterator[None]:

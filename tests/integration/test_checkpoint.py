@@ -37,7 +37,7 @@ from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.records import Checkpoint
 from tests.integration.conftest import MIRROR_USER
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import commit_offsets, commit_retrying, make_topic, produce
 from tests.support.mirror_sim import MirrorSimulation
 from tests.support.mm2_client import translate_offsets
 from tests.support.mm2_config import write_mm2_config
@@ -85,13 +85,7 @@ class Flow:
 
     def commit(self, props: dict[str, str], group: str, topic: str, offsets: dict[int, int]) -> None:
         """Commit `offsets` for `group` as its consumer would after consuming up to them."""
-        consumer = confluent_consumer(props, **{"group.id": group, "enable.auto.commit": False})
-        try:
-            consumer.commit(
-                offsets=[TopicPartition(topic, p, offset) for p, offset in offsets.items()], asynchronous=False
-            )
-        finally:
-            consumer.close()
+        commit_offsets(props, group, [TopicPartition(topic, p, offset) for p, offset in offsets.items()])
 
     def checkpoints(self) -> dict[tuple[str, str, int], Checkpoint]:
         """The latest checkpoint per (group, remote topic, partition) on the target."""
@@ -215,7 +209,7 @@ async def test_group_offset_sync_moves_idle_groups_forward_only(flow: Flow, uniq
             consumer.subscribe([flow.remote])
             while not consumer.assignment():
                 consumer.poll(0.2)
-            consumer.commit(offsets=[TopicPartition(flow.remote, 0, 5)], asynchronous=False)
+            commit_retrying(consumer, [TopicPartition(flow.remote, 0, 5)])
             member_ready.set()
             while not done.is_set():
                 consumer.poll(0.2)
@@ -325,7 +319,7 @@ def _commit_one_by_one(flow: Flow, group: str, *, partition: int, offsets: range
     consumer = confluent_consumer(flow.a_props, **{"group.id": group, "enable.auto.commit": False})
     try:
         for offset in offsets:
-            consumer.commit(offsets=[TopicPartition(flow.topic, partition, offset)], asynchronous=False)
+            commit_retrying(consumer, [TopicPartition(flow.topic, partition, offset)])
     finally:
         consumer.close()
 

@@ -17,7 +17,7 @@ from shared.records.consumer_offsets import (
     decode_offset_commit_value,
     group_partition,
 )
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import commit_offsets, commit_retrying, make_topic, produce
 
 
 def test_commits_group_metadata_and_deletions_decode_from_the_partition_the_group_maps_to(
@@ -29,15 +29,13 @@ def test_commits_group_metadata_and_deletions_decode_from_the_partition_the_grou
     produce(props, topic, [(None, b"x")] * 50, partition=0)
     before_ms = int(time.time() * 1000)
 
-    committer = confluent_consumer(props, **{"group.id": group, "enable.auto.commit": False})
-    committer.commit(offsets=[TopicPartition(topic, 0, 42, metadata="resume here")], asynchronous=False)
-    committer.close()
+    commit_offsets(props, group, [TopicPartition(topic, 0, 42, metadata="resume here")])
     member = confluent_consumer(props, **{"group.id": members_group, "auto.offset.reset": "earliest"})
     member.subscribe([topic])
     deadline = time.monotonic() + 30
     while not member.assignment() and time.monotonic() < deadline:
         member.poll(0.5)
-    member.commit(offsets=[TopicPartition(topic, 1, 0)], asynchronous=False)
+    commit_retrying(member, [TopicPartition(topic, 1, 0)])
     member.close()
 
     # The harness brokers run with 10 offsets partitions (Kafka's default is 50): the group's place follows the count.

@@ -22,7 +22,7 @@ from shared.control import ServiceStatus, read_statuses
 from shared.kafka.factories import confluent_consumer
 from shared.localkafka import KafkaCluster
 from shared.localkafka.ports import free_port
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import commit_retrying, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.replica_check import compare_topics
 from tests.support.service_process import ServiceProcess
@@ -61,7 +61,7 @@ def _commit_group(props: Mapping[str, str], topic: str, group: str, count: int) 
                 if message.error() is None:
                     got += 1
         assert got == count, f"the group read {got} of {count} records"
-        consumer.commit(asynchronous=False)
+        commit_retrying(consumer)
         committed = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
         return {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
     finally:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
-from shared.kafka.factories import confluent_consumer
 from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
 from shared.records import Checkpoint
+from tests.support.kafka_io import commit_offsets
 from tests.support.network_faults import (
     BACKLOG,
     DURING,
@@ -89,11 +89,8 @@ def test_a_link_that_answers_nothing_for_two_minutes_then_heals_loses_nothing(
 
 def _commit(clusters: Mapping[str, KafkaCluster], flow: str, group: str, topic: str, offset: int) -> dict[int, int]:
     """Commit `offset` on every partition of `topic` for `group` on `flow`'s source; partition -> the offset."""
-    consumer = confluent_consumer(clusters[flow.split("->")[0]].client_properties(), **{"group.id": group})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(PARTITIONS)], asynchronous=False)
-    finally:
-        consumer.close()
+    source = clusters[flow.split("->")[0]].client_properties()
+    commit_offsets(source, group, [TopicPartition(topic, p, offset) for p in range(PARTITIONS)])
     return dict.fromkeys(range(PARTITIONS), offset)
 
 

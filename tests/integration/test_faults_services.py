@@ -20,14 +20,14 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from shared.filters import AclBindingSpec
 from shared.kafka.acl_admin import to_binding
-from shared.kafka.factories import confluent_admin, confluent_consumer
+from shared.kafka.factories import confluent_admin
 from shared.kafka.partition_reader import read_to_end
 from shared.kafka.topic_admin import TopicAdmin
 from shared.localkafka import KafkaCluster
 from shared.localkafka.ports import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync
 from tests.support.acls import acls_on
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import commit_offsets, make_topic, produce
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 
@@ -188,11 +188,7 @@ def test_acl_sync_killed_mid_work_copies_acls_made_while_it_was_down(
 
 
 def _commit(props: dict[str, str], group: str, topic: str, offsets: dict[int, int]) -> None:
-    consumer = confluent_consumer(props, **{"group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
+    commit_offsets(props, group, [TopicPartition(topic, p, o) for p, o in offsets.items()])
 
 
 def _checkpoints(props: dict[str, str], topic: str, group: str) -> list[Checkpoint]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
@@ -34,7 +34,7 @@ from shared.localkafka import KafkaCluster
 from shared.localkafka.ports import free_port
 from shared.records import Checkpoint, Heartbeat, OffsetSync
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, SyncSegment
-from tests.support.kafka_io import make_topic, produce
+from tests.support.kafka_io import commit_offsets, make_topic, produce
 from tests.support.mm2_client import translate_offsets
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
@@ -283,28 +283,9 @@ def read_partition(props: dict[str, str], topic: str, partition: int, end_count:
         consumer.close()
 
 
-COORDINATOR_MOVING = frozenset(
-    {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
-)
-
-
 def commit(props: dict[str, str], group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit `offsets` for `group`, asking again while the group's coordinator is still being placed or loaded
-    (a broker answers a new group's first commit that way for a moment, as Kafka's own clients retry)."""
-    consumer = confluent_consumer(props, **{"group.id": group, "enable.auto.commit": False})
-    deadline = time.monotonic() + 30
-    try:
-        while True:
-            try:
-                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-                return
-            except KafkaException as exc:
-                code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
-                if code not in COORDINATOR_MOVING or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-    finally:
-        consumer.close()
+    """Commit `offsets` for `group` as its consumer would."""
+    commit_offsets(props, group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
 
 
 def consume_group(props: dict[str, str], topic: str, group: str, expected: int) -> list[bytes]:

@@ -23,7 +23,7 @@ from shared.localkafka import KafkaCluster, SaslUser
 from shared.localkafka.ports import free_port
 from tests.integration.test_acl_sync import acl
 from tests.support.acls import topic_acls
-from tests.support.kafka_io import consume_all, make_topic, produce, read_to_end
+from tests.support.kafka_io import commit_retrying, consume_all, make_topic, produce, read_to_end
 from tests.support.mm2_config import SINGLE_BROKER_DEFAULTS
 from tests.support.replica_check import compare_topics
 from tests.support.service_process import ServiceProcess
@@ -145,7 +145,7 @@ def _commit_group(props: dict[str, str], topic: str, group: str, count: int) -> 
         while seen < count and time.monotonic() < deadline:
             seen += len([m for m in consumer.consume(num_messages=count - seen, timeout=0.5) if m.error() is None])
         assert seen == count, f"read {seen} of {count}"
-        consumer.commit(asynchronous=False)
+        commit_retrying(consumer)
     finally:
         consumer.close()
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from shared.errors import AuthorizationError
+from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topics import create_topic
@@ -15,6 +17,7 @@ from shared.retry import Backoff, retry_blocking
 
 Headers = list[tuple[str, bytes | None]]
 ENDS_WITHIN_S = 60
+COMMIT_WITHIN_S = 60
 
 
 @dataclass(frozen=True)
@@ -195,3 +198,42 @@ def _end_offsets_once(props: Mapping[str, str], topic: str, partitions: int | No
         return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(count)]
     finally:
         consumer.close()
+
+
+def commit_offsets(props: Mapping[str, str], group: str, offsets: Sequence[TopicPartition]) -> None:
+    """Commit `offsets` for `group` from outside the group, as an application's consumer would after reading up
+    to them (asked again while the group's coordinator moves or loads, see `commit_retrying`)."""
+    consumer = confluent_consumer(props, **{"group.id": group, "enable.auto.commit": False})
+    try:
+        commit_retrying(consumer, list(offsets))
+    finally:
+        consumer.close()
+
+
+def commit_retrying(consumer: Consumer, offsets: list[TopicPartition] | None = None) -> None:
+    """`consumer.commit` (its positions when `offsets` is None), asked again for up to COMMIT_WITHIN_S while the
+    answer is retriable. librdkafka does not retry a failed commit itself, and a broker answers "Not coordinator"
+    or "Coordinator load in progress" for a moment while a group's coordinator is placed (a new cluster, a loaded
+    machine), as Kafka's own clients wait out."""
+
+    def once() -> None:
+        if offsets is None:
+            consumer.commit(asynchronous=False)
+        else:
+            consumer.commit(offsets=offsets, asynchronous=False)
+
+    retry_blocking(
+        once,
+        backoff=Backoff(0.2, 2.0),
+        within_s=COMMIT_WITHIN_S,
+        retry_on=_retriable,
+    )
+
+
+def _retriable(exc: BaseException) -> bool:
+    """A Kafka error its protocol marks worth another try (the coordinator codes librdkafka's results leave out);
+    a missing permission is not, here: Strait's services wait for an operator, a test should fail at once."""
+    if not isinstance(exc, KafkaException):
+        return False
+    error = translate_kafka_error(exc, operation="commit")
+    return error.retriable and not isinstance(error, AuthorizationError)
