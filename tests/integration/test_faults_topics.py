@@ -106,7 +106,7 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str, *processe
         time.sleep(0.5)
 
 
-def end_offsets(props: dict[str, str], topic: str) -> int:
+def _records_in(props: dict[str, str], topic: str) -> int:
     """Sum of the topic's end offsets (0 while it does not exist or its partitions are not known yet)."""
     admin: Any = confluent_admin(props)  # (the client's type stubs want isolation_level, which has a default)
     try:
@@ -121,7 +121,7 @@ def end_offsets(props: dict[str, str], topic: str) -> int:
 
 
 def _holds_more_than(props: dict[str, str], topic: str, records: int) -> bool:
-    return end_offsets(props, topic) > records
+    return _records_in(props, topic) > records
 
 
 def caught_up(
@@ -215,7 +215,7 @@ def test_a_deleted_remote_topic_comes_back_complete_and_partitions_added_mid_str
             topic_sync,
             mirror,
         )
-        wait_until(lambda: end_offsets(b, remote[deleted]) > 0, 90, "records in the recreated topic", mirror)
+        wait_until(lambda: _records_in(b, remote[deleted]) > 0, 90, "records in the recreated topic", mirror)
         time.sleep(3)  # the producers keep writing into the recreated topic and the new partitions
         written = {topic: writer.stop() for topic, writer in writers.items()}
         for topic, change in ((deleted, "remote topic deleted"), (grown, "partitions added")):
@@ -252,10 +252,10 @@ def test_source_topic_deleted_stops_only_itself_and_a_recreated_one_is_mirrored_
     try:
         mirror.wait_for_log("driver_ready", timeout_s=180)
         writer.start()
-        wait_until(lambda: end_offsets(b, f"{source}.{gone}") >= 600, 180, "the first topic mirrored", mirror)
+        wait_until(lambda: _records_in(b, f"{source}.{gone}") >= 600, 180, "the first topic mirrored", mirror)
         delete_topic(a, gone)
         errors_before = len(events(mirror, "mirror_error"))
-        mirrored_at_delete = end_offsets(b, f"{source}.{keep}")
+        mirrored_at_delete = _records_in(b, f"{source}.{keep}")
 
         def reported_gone() -> bool:
             status = mirror_status(b, flow)
@@ -263,7 +263,7 @@ def test_source_topic_deleted_stops_only_itself_and_a_recreated_one_is_mirrored_
 
         wait_until(reported_gone, 60, f"status naming {gone} as gone", mirror)
         time.sleep(5)  # let it run a while without the topic
-        assert end_offsets(b, f"{source}.{keep}") > mirrored_at_delete, "the other topic kept flowing"
+        assert _records_in(b, f"{source}.{keep}") > mirrored_at_delete, "the other topic kept flowing"
         storm = len(events(mirror, "mirror_error")) - errors_before
         print(f"\nerrors logged after the source topic was deleted: {storm}")
         assert storm <= 3, [e.get("error") for e in events(mirror, "mirror_error")][-5:]
@@ -300,7 +300,7 @@ def test_topics_made_again_while_data_mirror_was_stopped_are_copied_from_their_s
     for p in range(2):
         produce(a, topic, [(None, f"old:{p}:{i}".encode()) for i in range(300)], partition=p)
     with ServiceProcess("data_mirror", config, tmp_path, env=MIRROR_ENV) as first:
-        wait_until(lambda: end_offsets(b, remote) >= 600, 180, "the first incarnation mirrored", first)
+        wait_until(lambda: _records_in(b, remote) >= 600, 180, "the first incarnation mirrored", first)
         assert first.stop() == 0, first.tail()
 
     # While it is stopped both topics are deleted and made again; the new source holds MORE records than the
@@ -360,7 +360,7 @@ def test_lost_write_permission_pauses_the_flow_with_a_clear_error_and_it_resumes
     try:
         mirror.wait_for_log("driver_ready", timeout_s=180)
         writer.start()
-        wait_until(lambda: end_offsets(s, remote) > 200, 180, "records in the remote topic", mirror)
+        wait_until(lambda: _records_in(s, remote) > 200, 180, "records in the remote topic", mirror)
         revoke = AclBindingFilter(
             ResourceType.TOPIC,
             remote,
