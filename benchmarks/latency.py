@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,8 +13,10 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
+from benchmarks.arrivals import Arrivals, measurement_window, record_identity
 from benchmarks.console import say
 from benchmarks.contenders import PRODUCER, STRAIT, TOOLS, MirrorSetup, open_mirror
+from benchmarks.copy_check import HEADER, CopyCheck, check_copy, copy_notes, run_cells
 from benchmarks.datasets import PARTITIONS
 from benchmarks.findings import latency_notes
 from benchmarks.lab import EndOffsets, Lab, delete_topics, make_topics, topic_exists, wait_until
@@ -34,15 +37,17 @@ DRAIN_TIMEOUT_S = 60
 
 @dataclass(frozen=True)
 class LatencyRun:
-    """Latencies (ms) of the records whose source timestamp fell in the measurement window."""
+    """Latencies (ms) of the records whose source timestamp fell in the measurement window, each record once."""
 
     tool: str
     latencies_ms: list[float]
     window_s: float
-    late: int  # records of the window still missing when the drain deadline passed
+    late: int  # distinct records of the window not on the target when the drain ended
     usage: Usage
     spark_jobs: int | None = None  # Strait: copy tasks (one Spark job each) started while the load ran
     load_s: float = 0.0
+    duplicates: int = 0  # second copies the measuring consumer read (neither arrivals nor samples)
+    check: CopyCheck | None = None  # the verifier on the run's copy; None for the floor (no copy)
 
     def stats(self) -> dict[str, float]:
         """p50, p99, max in ms."""
@@ -57,6 +62,8 @@ class LatencyRun:
             "tool": self.tool,
             "records": len(ordered),
             "late": self.late,
+            "duplicates_read": self.duplicates,
+            "verified_copy": None if self.check is None else self.check.as_dict(),
             "window_s": self.window_s,
             "percentiles_ms": {f"p{m * 100:g}": percentile(ordered, m) for m in marks},
             "min_ms": ordered[0],
@@ -82,6 +89,12 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             runs.append(result)
             if tool != FLOOR:
                 lab.usage.append(result.usage)
+    return section(options, runs, lab.profile)
+
+
+def section(options: BenchOptions, runs: list[LatencyRun], profile: dict[str, Any] | None = None) -> Section:
+    """The table (best / median per tool, each run's verified copy) and the notes; `profile`: Strait's, if any."""
+    warmup_s, window_s = durations(options.quick)
     floor = [r.stats() for r in runs if r.tool == FLOOR]
     rows = []
     for tool in (*TOOLS, FLOOR):
@@ -97,6 +110,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
                 _added(stats, floor, "p99") if tool != FLOOR else "-",
                 num(sum(len(r.latencies_ms) for r in mine)),
                 num(sum(r.late for r in mine)),
+                run_cells([r.check for r in mine]) if tool != FLOOR else "-",
             ]
         )
     return Section(
@@ -112,7 +126,12 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "source send → target arrival, including the source producer's linger, both brokers and the "
             f"consumer's fetch. Records sent in the {warmup_s:g} s after the first arrival are a warm-up; the "
             f"records sent in the next {window_s:g} s are measured; the producer then stops and the consumer "
-            f"drains (up to {DRAIN_TIMEOUT_S} s; records of the window that never arrived are counted as late). "
+            f"drains until every record written is on the target, up to {DRAIN_TIMEOUT_S} s. A record counts once "
+            "(by its value, random letters per record): a second copy (an at-least-once replay) is neither an "
+            "arrival nor a sample, and *late* counts the records of the window not on the target when the drain "
+            "ended. Then the tool stops and the engine of `strait verify` compares the source topic with the "
+            "remote one record by record (key, value, headers, timestamp, order): the last column gives, per run, "
+            "the source records not on the target and the second copies it holds. "
             f"Runs alternate Strait, MM2 and the floor ({options.repeats} each); cells are *best / median* over runs "
             f"of each run's percentile, in ms. A run measures about {RATE * window_s:,.0f} records (more if the load "
             "generator, starved of CPU, caught up in bursts). *The floor* is the same load, producer and consumer "
@@ -130,6 +149,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "added p99 (ms)",
             "records measured",
             "late (not arrived)",
+            HEADER,
         ],
         rows=rows,
         settings={
@@ -137,8 +157,13 @@ def run(options: BenchOptions, lab: Lab) -> Section:
             "window": f"{warmup_s:g} s warm-up, {window_s:g} s measured",
         },
         raw={"runs": [r.as_dict() for r in runs]},
-        notes=latency_notes({tool: [r.stats() for r in runs if r.tool == tool] for tool in TOOLS}, lab.profile)
-        + _jobs_note(runs),
+        notes=latency_notes({tool: [r.stats() for r in runs if r.tool == tool] for tool in TOOLS}, profile)
+        + _jobs_note(runs)
+        + copy_notes(
+            (f"{tool} run {index}", result.check)
+            for tool in TOOLS
+            for index, result in enumerate((r for r in runs if r.tool == tool), 1)
+        ),
     )
 
 
@@ -225,9 +250,7 @@ def measure(
         load.start()
         window: tuple[float, float] | None = None
         window_cpu_start: float | None = None
-        latencies: list[float] = []
-        stamps: list[int] = []
-        received = 0
+        arrivals = Arrivals()
         expected: int | None = None
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -236,15 +259,12 @@ def measure(
             for message in messages:
                 if message.error():
                     continue
-                received += 1
                 stamp = message.timestamp()[1]
                 if window is None and stamp >= load_started_ms:  # the first record of the load, not a probe
-                    window = (now_ms + warmup_s * 1000, now_ms + (warmup_s + window_s) * 1000)
-                if window is None:
-                    continue
-                if window[0] <= stamp < window[1]:
-                    latencies.append(now_ms - stamp)
-                    stamps.append(stamp)
+                    window = measurement_window(now_ms, warmup_s, window_s)
+                    arrivals.window = window
+                identity = record_identity(remote, message.partition() or 0, message.key(), message.value())
+                arrivals.add(identity, stamp, now_ms)
             if window is not None and window_cpu_start is None and now_ms >= window[0]:
                 window_cpu_start = sampler.cpu_total()
             if window is not None and expected is None and now_ms >= window[1]:
@@ -253,7 +273,7 @@ def measure(
                 load.stop(timeout_s=10)
                 expected = _source_total(lab, topic)
                 deadline = time.monotonic() + DRAIN_TIMEOUT_S
-            if expected is not None and received >= expected:
+            if expected is not None and arrivals.complete(expected):
                 break
             if time.monotonic() > deadline:
                 if window is None:
@@ -261,20 +281,28 @@ def measure(
                 break
             if not mirror.alive():
                 raise RuntimeError(f"{tool} exited under load; its log ends with:\n{mirror.log_tail()}")
-        usage = sampler.finish(received)
+        usage = sampler.finish(arrivals.distinct)
     finally:
         if sampler is not None:
             sampler.finish()  # stops the sampling thread after an error
         load.stop(timeout_s=10)
         consumer.close()
         mirror.stop()
+    check = None
     if not floor:
+        say(f"{tool}: verifying the copy")
+        check = check_copy(run_dir / "mm2.properties", setup.flow, re.escape(topic))
+        say(f"{tool}: {check.summary()}")
         delete_topics(target_admin, [remote])
-    _keep_samples(run_dir / "latencies.tsv", stamps, latencies)
+    latencies = arrivals.latencies_ms
+    _keep_samples(run_dir / "latencies.tsv", arrivals.stamps_ms, latencies)
     assert window is not None
-    late = max(0, _records_between(lab, topic, window) - len(latencies))
+    late = arrivals.late(_records_between(lab, topic, window))
     if latencies:
-        say(f"{tool}: p50 {percentile(latencies, 0.5):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms")
+        say(
+            f"{tool}: p50 {percentile(latencies, 0.5):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
+            f"late {late}, second copies read {arrivals.duplicates}"
+        )
     delete_topics(lab.source_admin(), [topic])
     if not latencies:
         raise RuntimeError(f"no record of the measurement window reached the target through {tool}")
@@ -282,7 +310,8 @@ def measure(
     jobs = None
     if tool == STRAIT:
         jobs = _tasks_started(run_dir / "data-mirror.log", load_started_ms, load_ended_ms)
-    return LatencyRun(tool, latencies, window_s, late, usage, jobs, (load_ended_ms - load_started_ms) / 1000)
+    load_s = (load_ended_ms - load_started_ms) / 1000
+    return LatencyRun(tool, latencies, window_s, late, usage, jobs, load_s, arrivals.duplicates, check)
 
 
 def _keep_samples(path: Path, stamps: list[int], latencies: list[float]) -> None:

@@ -12,6 +12,7 @@ yet (the catch-up a replicator cannot beat: it creates every log as a fresh mirr
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -24,8 +25,10 @@ from typing import Any, TypeVar
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from benchmarks.arrivals import Arrivals, record_identity
 from benchmarks.console import say
 from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSetup, open_mirror
+from benchmarks.copy_check import HEADER, CopyCheck, check_copy, copy_notes, run_cells
 from benchmarks.lab import Lab, delete_topics, wait_until
 from benchmarks.latency import FLOOR, NoMirror
 from benchmarks.model import BenchOptions, Section, percentile
@@ -78,12 +81,14 @@ def durations(quick: bool) -> tuple[float, float]:
 
 @dataclass
 class Steady:
-    """One steady load: the latencies (ms) of the window's records and what the tool cost meanwhile."""
+    """One steady load: the latencies (ms) of the window's records (each record once) and what the tool cost
+    meanwhile."""
 
     latencies_ms: list[float]
-    late: int
+    late: int  # distinct records of the window not on the target when the drain ended
     cpu_cores: float
     rss_mib: float
+    duplicates: int = 0  # second copies the measuring consumer read (neither arrivals nor samples)
 
     def stats(self) -> dict[str, float]:
         """p50, p99, max in ms."""
@@ -106,6 +111,7 @@ class ScaleRun:
     copied: int | None = None  # the catch-up did not end within its deadline: the records copied by then
     target_logs_s: float | None = None  # how long the target took to make the remote topics' logs, before the start
     catchup_pss_mib: float | None = None  # the catch-up's peak PSS (shared pages counted once), beside summed RSS
+    check: CopyCheck | None = None  # the verifier on the run's copy (backlog and both loads), the tool stopped
 
     @property
     def unfinished(self) -> str | None:
@@ -136,6 +142,7 @@ class ScaleRun:
             "few_busy": None if few is None else _steady_dict(few),
             "catchup_unfinished": self.unfinished,
             "target_logs_s": None if self.target_logs_s is None else round(self.target_logs_s, 1),
+            "verified_copy": None if self.check is None else self.check.as_dict(),
         }
 
 
@@ -144,6 +151,7 @@ def _steady_dict(steady: Steady) -> dict[str, Any]:
         **{key: round(value, 1) for key, value in steady.stats().items()},
         "records": len(steady.latencies_ms),
         "late": steady.late,
+        "duplicates_read": steady.duplicates,
         "cpu_cores": round(steady.cpu_cores, 3),
         "rss_mib": round(steady.rss_mib),
     }
@@ -202,7 +210,7 @@ def warm_up(lab: Lab, shape: Shape) -> None:
     for admin, bootstrap in ((lab.source_admin(), None), (lab.target_admin(), lab.target.bootstrap_servers)):
         create_topics(admin, topics, shape.per_topic)
         try:
-            fill_topics(lab, run_dir, "warm-up", topics, shape.per_topic, ["--records", str(shape.backlog)], bootstrap)
+            fill_topics(lab, run_dir, "warm-up", topics, shape.per_topic, backlog_args(shape), bootstrap)
         finally:
             delete_topics(admin, topics)
 
@@ -238,7 +246,7 @@ def measure_replica_copy(lab: Lab, follower: ReplicaBench, shape: Shape) -> Repl
     bootstrap = follower.cluster.bootstrap_servers
     say(f"replica ceiling: {shape.label} partitions: filling {shape.backlog:,} records")
     try:
-        fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)], bootstrap)
+        fill_topics(lab, run_dir, "fill", topics, shape.per_topic, backlog_args(shape), bootstrap)
         label = f"{shape.partitions:,} partitions"
         return follower.copy_topics(topics, label, shape.backlog, shape.backlog * RECORD_SIZE, START_TIMEOUT_S)
     finally:
@@ -253,7 +261,7 @@ def measure_floor(lab: Lab, shape: Shape, warmup_s: float, window_s: float) -> F
     run_dir = lab.run_dir(f"{source_alias}-floor-scale-{shape.partitions}")
     create_topics(lab.source_admin(), topics, shape.per_topic)
     # The same backlog as the tools' runs first: their loads also write to partitions that already hold records.
-    fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
+    fill_topics(lab, run_dir, "fill", topics, shape.per_topic, backlog_args(shape))
     nothing = NoMirror()
     sampler = nothing.measure("floor")
     try:
@@ -278,7 +286,7 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-scale-{shape.partitions}")
     create_topics(lab.source_admin(), topics, shape.per_topic)
     say(f"{tool}: {shape.label} partitions: filling {shape.backlog:,} records")
-    fill_topics(lab, run_dir, "fill", topics, shape.per_topic, ["--records", str(shape.backlog)])
+    fill_topics(lab, run_dir, "fill", topics, shape.per_topic, backlog_args(shape))
     setup = MirrorSetup(source_alias, target_alias, topics=f"{prefix}.*", tasks=lab.options.tasks)
     mirror = open_mirror(tool, setup, lab.source, lab.target, run_dir)
     probe = RemoteEnds(lab.target.client_properties(), list(remote.values()), shape.per_topic)
@@ -301,6 +309,11 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         if shape.topics > BUSY_TOPICS:
             busy = topics[:BUSY_TOPICS]
             few = _steady(lab, mirror, sampler, run_dir, "few", busy, remote, shape.per_topic, warmup_s, window_s)
+        sampler.finish()
+        mirror.stop()
+        say(f"{tool}: {shape.label} partitions: verifying the copy")
+        check = check_copy(run_dir / "mm2.properties", setup.flow, f"{re.escape(prefix)}.*")
+        say(f"{tool}: {check.summary()}")
     finally:
         if sampler is not None:
             sampler.finish()
@@ -308,7 +321,7 @@ def measure(lab: Lab, tool: str, shape: Shape, warmup_s: float, window_s: float)
         mirror.stop()
         delete_topics(lab.target_admin(), list(remote.values()))
         delete_topics(lab.source_admin(), topics)
-    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied, logs_s, catchup_pss)
+    return ScaleRun(tool, shape, first_s, every_s, last_s, catchup_rss, spread, few, copied, logs_s, catchup_pss, check)
 
 
 def make_remote_topics(lab: Lab, probe: RemoteEnds, remote: list[str], shape: Shape) -> float:
@@ -321,6 +334,12 @@ def make_remote_topics(lab: Lab, probe: RemoteEnds, remote: list[str], shape: Sh
     create_topics(admin, remote, shape.per_topic)
     wait_until(lambda: len(probe.ends()) == shape.partitions, START_TIMEOUT_S, f"the target's logs of {shape.label}")
     return time.monotonic() - began
+
+
+def backlog_args(shape: Shape) -> list[str]:
+    """The load generator's arguments for a shape's backlog: keyed, so the verifier tells its records apart (their
+    values are all alike)."""
+    return ["--records", str(shape.backlog), "--keys"]
 
 
 def create_topics(admin: AdminClient, topics: list[str], partitions: int) -> None:
@@ -418,7 +437,8 @@ def _steady(
     window_s: float,
 ) -> Steady:
     """`RATE` records/s over the partitions of `topics` for warm-up + window; latencies of the window's records
-    measured on the target by a consumer that starts at the remote topics' ends."""
+    measured on the target by a consumer that starts at the remote topics' ends, each record counted once, until
+    every record the load wrote arrived or the drain's deadline passed."""
     keys = [(remote[topic], partition) for topic in topics for partition in range(per_topic)]
     cluster = lab.source if isinstance(mirror, NoMirror) else lab.target
     admin = confluent_admin(cluster.client_properties())
@@ -431,36 +451,39 @@ def _steady(
     window = (start_ms + warmup_s * 1000, start_ms + (warmup_s + window_s) * 1000)
     listing = run_dir / f"{name}-topics.txt"
     listing.write_text("\n".join(topics) + "\n")
-    extra = ["--rate", str(RATE), "--seconds", str(warmup_s + window_s + 1), "--window", *map(str, window)]
+    extra = ["--rate", str(RATE), "--seconds", str(warmup_s + window_s + 1), "--window", *map(str, window), "--keys"]
+    launched_ms = time.time() * 1000  # every record of this load is stamped later
     generator = subprocess.Popen(
         load_command(lab, listing, per_topic, extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     say(f"{mirror.tool}: {RATE:,} records/s over {len(keys):,} partitions ({name})")
-    latencies: list[float] = []
+    arrivals = Arrivals(window)
     cpu_start = cpu_end = rss = None
-    expected: int | None = None
+    counts: dict[str, int] | None = None  # the generator's, once it exited: records sent, and sent in the window
     deadline = time.monotonic() + warmup_s + window_s + 120
     try:
         while True:
             messages = consumer.consume(num_messages=2000, timeout=0.05)
             now_ms = time.time() * 1000
             for message in messages:
-                if message.error():
-                    continue
                 stamp = message.timestamp()[1]
-                if window[0] <= stamp < window[1]:
-                    latencies.append(now_ms - stamp)
+                if message.error() or stamp < launched_ms:  # not this load's: a backlog the tool still copies
+                    continue
+                identity = record_identity(
+                    message.topic() or "", message.partition() or 0, message.key(), message.value()
+                )
+                arrivals.add(identity, stamp, now_ms)
             if cpu_start is None and now_ms >= window[0]:
                 cpu_start = sampler.cpu_total()
             if cpu_end is None and now_ms >= window[1]:
                 cpu_end, rss = sampler.cpu_total(), sampler.current_rss_mib()
-            if expected is None and generator.poll() is not None:
+            if counts is None and generator.poll() is not None:
                 out, err = generator.communicate()
                 if generator.returncode != 0:
                     raise RuntimeError(f"load generator failed: {err[-2000:]}")
-                expected = json.loads(out.strip().splitlines()[-1])["in_window"]
+                counts = json.loads(out.strip().splitlines()[-1])
                 deadline = time.monotonic() + DRAIN_TIMEOUT_S
-            if expected is not None and len(latencies) >= expected:
+            if counts is not None and arrivals.complete(counts["sent"]):
                 break
             if time.monotonic() > deadline:
                 break
@@ -470,11 +493,16 @@ def _steady(
         if generator.poll() is None:
             generator.kill()
         consumer.close()
-    if cpu_start is None or cpu_end is None or rss is None or expected is None:
+    if cpu_start is None or cpu_end is None or rss is None or counts is None:
         raise RuntimeError(f"the {name} load did not run through its window")
-    result = Steady(latencies, max(0, expected - len(latencies)), (cpu_end - cpu_start) / window_s, rss)
+    late = arrivals.late(counts["in_window"])
+    cpu_cores = (cpu_end - cpu_start) / window_s
+    result = Steady(arrivals.latencies_ms, late, cpu_cores, rss, arrivals.duplicates)
     stats = result.stats()
-    say(f"{mirror.tool}: p50 {stats['p50']:.0f} ms, p99 {stats['p99']:.0f} ms, late {result.late}")
+    say(
+        f"{mirror.tool}: p50 {stats['p50']:.0f} ms, p99 {stats['p99']:.0f} ms, late {result.late}, "
+        f"second copies read {result.duplicates}"
+    )
     return result
 
 
@@ -541,6 +569,7 @@ HEADERS = [
     "steady RSS (MiB)",
     "10k/s on 10 busy, rest idle: p50 / p99 (ms)",
     "late",
+    HEADER,
 ]
 
 
@@ -570,6 +599,7 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
                     "",
                     _pair(few_floor) if few_floor else "-",
                     "",
+                    "-",
                 ]
             )
         if mine[STRAIT] and mine[MM2]:
@@ -604,6 +634,12 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
                         f"{shape.partitions:,} partitions, {tool} run {index}: the catch-up did not finish "
                         f"({run.unfinished}); its rate counts with the deadline as the end"
                     )
+    notes += copy_notes(
+        (f"{shape.partitions:,} partitions, {tool} run {index}", run.check)
+        for shape in shapes(options.quick)
+        for tool in TOOLS
+        for index, run in enumerate((r for r in runs if r.tool == tool and r.shape == shape), 1)
+    )
     notes += list(failures)
     return Section(
         key=KEY,
@@ -636,8 +672,13 @@ def _section(options: BenchOptions, runs: list[ScaleRun], floors: list[Floor], f
             "Python workers); *steady RSS* their summed resident memory at its end. Last, the same rate on the 10 "
             "partitions of one topic while every other partition stays idle. Cells are medians of the runs "
             f"({options.repeats} per tool and shape, Strait and MM2 in turn: Strait first in odd repeats, MM2 in even "
-            "ones); *late* sums the window records "
-            f"that had not arrived {DRAIN_TIMEOUT_S} s after the load stopped. The ratio row divides Strait's "
+            "ones). The steady loads key each record with its number and the consumer counts each record once (a "
+            "second copy, an at-least-once replay, is neither an arrival nor a sample); it drains until every "
+            f"record written is on the target, up to {DRAIN_TIMEOUT_S} s after the load stopped, and *late* sums "
+            "the window records not on the target by then. After both loads the tool stops and the engine of "
+            "`strait verify` compares every source topic with its remote topic record by record (backlog and loads; "
+            "the backlog is keyed too): the last column gives, per run, the source records not on the target and "
+            "the second copies it holds. The ratio row divides Strait's "
             "median by MM2's: above 1 is better for Strait in the rate column, below 1 in every other."
         ),
         headers=HEADERS,
@@ -690,6 +731,7 @@ def _cells(runs: list[ScaleRun]) -> list[str]:
         num(median([r.spread.rss_mib for r in runs])),
         _pair(few) if few else "-",
         num(sum(r.spread.late + (r.few.late if r.few else 0) for r in runs)),
+        run_cells([r.check for r in runs]),
     ]
 
 
@@ -766,6 +808,7 @@ def _ratios(strait: list[ScaleRun], mm2: list[ScaleRun]) -> list[str]:
         of(lambda r: r.spread.cpu_cores),
         of(lambda r: r.spread.rss_mib),
         f"{latency(few, 'p50')} / {latency(few, 'p99')}",
+        "",
         "",
     ]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from benchmarks.console import say
 from benchmarks.contenders import MM2, STRAIT, TOOLS
+from benchmarks.copy_check import copy_notes
 from benchmarks.copy_run import CopyResult, copy_topic
 from benchmarks.datasets import PARTITIONS, fill_topic, one_kib
 from benchmarks.lab import Lab, make_topics
@@ -61,6 +62,7 @@ class WanRun:
             "copy": self.copy.as_dict(),
             "latency_ms": {key: round(value, 1) for key, value in stats.items()},
             "late": self.latency.late,
+            "latency_verified_copy": None if self.latency.check is None else self.latency.check.as_dict(),
         }
 
 
@@ -102,6 +104,14 @@ def section(options: BenchOptions, runs: list[WanRun]) -> Section:
                 rows.append([f"{round_trip}", tool, *_cells(mine[tool])])
         if mine[STRAIT] and mine[MM2]:
             notes.append(_verdict(round_trip, mine[STRAIT], mine[MM2]))
+        notes += copy_notes(
+            (
+                (f"{round_trip} ms round trip, {tool} latency run {index}", result.latency.check)
+                for tool in TOOLS
+                for index, result in enumerate(mine[tool], 1)
+            ),
+            f"latency run's copy at {round_trip} ms",
+        )
     return Section(
         key=KEY,
         title="11. A distant source (50 and 150 ms round trip)",
@@ -112,7 +122,8 @@ def section(options: BenchOptions, runs: list[WanRun]) -> Section:
             "round trip. The target stays near, as both tools' guides advise (consume far, produce near). *Copy* "
             "is section 1's measure on a filled 12-partition topic of 1 KiB records (start → first record, first → "
             "last record; every copy then verified record by record); *latency* is section 2's at a steady "
-            "10,000 records/s, the producer and the measuring consumer reaching both clusters directly. The proxy "
+            "10,000 records/s (its copy verified too: a note names any run that lost records), the producer and "
+            "the measuring consumer reaching both clusters directly. The proxy "
             "delays data without shrinking TCP windows (it buffers), so this measures the cost of round trips, not "
             "of a bandwidth-delay product. Both tools run with the properties of section 1 plus what "
             "docs/operations.md recommends for a distant source: Strait nothing (it measures the round trip and "
