@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from services.acl_sync.metrics import AclSyncMetrics
-from services.acl_sync.plan import missing_acls, remote_acls
+from shared.acl_rules import missing_acls, remote_acls
 from shared.errors import StraitError
 from shared.flow_context import FlowContext
 from shared.kafka.acl_admin import AclAdmin, describe

@@ -16,9 +16,9 @@ from typing import Any
 
 import structlog
 
-from services.topic_sync.configs import alter_ops, creation_configs
 from services.topic_sync.metrics import TopicSyncMetrics
 from services.topic_sync.plan import plan_topics, ready_topics, replicated
+from shared.config_rules import alter_ops, creation_configs
 from shared.control import ControlPublisher, RemoteTopic, TopicsChanged
 from shared.errors import StraitError
 from shared.filters import DefaultConfigPropertyFilter

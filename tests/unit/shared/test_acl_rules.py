@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.acl_sync.plan import missing_acls, remote_acls
+from shared.acl_rules import missing_acls, remote_acls
 from shared.config import FlowSettings
 from shared.filters import AclBindingSpec
 from shared.flow_topics import FlowTopics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.topic_sync.configs import alter_ops, creation_configs
+from shared.config_rules import alter_ops, creation_configs
 from shared.filters import DefaultConfigPropertyFilter
 from shared.kafka.topic_admin import ConfigEntrySpec, ConfigOp
 
