@@ -87,6 +87,8 @@ class PartitionReader:
         start = max(low, self.position())  # the position is negative until the first fetch
         deadline = time.monotonic() + timeout_s
         yield from read_range(self._consumer, self.topic, self._partition.partition, start, high, deadline)
+        # Read on from there: the range read leaves the partition unassigned when it had nothing to read.
+        self._consumer.assign([TopicPartition(self.topic, self._partition.partition, max(start, high))])
 
     def position(self) -> int:
         """The offset the next read starts at (past transaction markers too)."""

@@ -89,3 +89,20 @@ def test_every_partition_is_read_to_the_end_it_had_committed_records_only(cluste
         p: [f"{p}-{i}".encode() for i in range(p + 1)] if p % 2 == 0 else [] for p in range(25)
     }
     assert read_all_partitions(props, topic, partitions=[0], timeout_s=30)[0][-1].value == b"after the read"
+
+
+def test_a_follower_that_caught_up_with_an_empty_topic_reads_what_is_written_after(
+    cluster_a: KafkaCluster, unique: str
+) -> None:
+    """data-mirror reads its DR states to their end before its first task, then follows them: a flow failed over
+    after that must be seen, though the topic was empty at the start."""
+    props = cluster_a.client_properties()
+    topic = f"reader-empty-{unique}"
+    make_topic(props, topic, 1)
+    reader = PartitionReader(props, topic, group_id=f"g-{unique}")
+    try:
+        assert list(reader.read_to_current_end(30)) == []
+        produce(props, topic, [(None, b"later")], partition=0)
+        assert _read_all(reader, 1) == [b"later"]
+    finally:
+        reader.close()
