@@ -85,10 +85,10 @@ class PartitionReader:
         a follower that must have seen everything written before this moment, not only what its fetches brought."""
         low, high = self.bounds(timeout_s)
         start = max(low, self.position())  # the position is negative until the first fetch
+        if start >= high:
+            return  # nothing to read: a range read of nothing would unassign the partition, and the follower with it
         deadline = time.monotonic() + timeout_s
         yield from read_range(self._consumer, self.topic, self._partition.partition, start, high, deadline)
-        # Read on from there: the range read leaves the partition unassigned when it had nothing to read.
-        self._consumer.assign([TopicPartition(self.topic, self._partition.partition, max(start, high))])
 
     def position(self) -> int:
         """The offset the next read starts at (past transaction markers too)."""
