@@ -235,12 +235,14 @@ class PartitionsFollower(_RetryingFollower):
         self._pending_ends: dict[int, int] = {}
         self._caught_up: set[int] = set()
         self._wanted_changed = asyncio.Event()
+        self._reread = False  # a partition was given up: assign again, so one taken back is read from its start
 
     def follow(self, partitions: frozenset[int]) -> None:
         """Read exactly `partitions` from now on; a dropped partition is read from its beginning if added again."""
         for dropped in self._wanted - partitions:
             self._next_offsets.pop(dropped, None)
             self._caught_up.discard(dropped)
+            self._reread = True  # even if it is back before the loop looks: the reader forgot what it read
         self._wanted = partitions
         self._wanted_changed.set()
 
@@ -263,7 +265,8 @@ class PartitionsFollower(_RetryingFollower):
             assigned: frozenset[int] = frozenset()
             self._pending_ends.clear()
             while True:
-                if assigned != self._wanted:
+                if assigned != self._wanted or self._reread:
+                    self._reread = False
                     assigned = await self._assign(consumer, self._wanted)
                 self._wanted_changed.clear()
                 await self._note_caught_up(consumer)
