@@ -4,7 +4,10 @@ Services may report these optional figures in `ServiceStatus.details`:
 - `records_behind` (int): source records not yet mirrored by this instance (summed over instances);
 - `topics` (int): topics this instance serves (the largest count is shown);
 - `stalled_partitions` (list of "topic-partition"): partitions behind that made no progress lately;
-- `heartbeat_age_s` (number): age of the newest mirrored heartbeat the instance saw.
+- `heartbeat_age_s` (number): age of the newest mirrored heartbeat the instance saw;
+- `rpo` (data-mirror, an `RpoSummary`): what a failover now would leave behind on the source;
+- `dr` (every service of the flow): the flow's DR state once a failover or failback ran (`shared/dr`);
+- `group_rpo` (checkpoint): groups whose checkpoint stands for an older commit than their last, and by how much.
 A status is stale when it is older than `stale_after_s`: its instance stopped reporting without saying so.
 """
 
@@ -13,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.control.events import ServiceStatus
+from shared.dr.records import RpoSummary
 
 FlowState = Literal["running", "starting", "paused", "degraded", "failed", "stopped", "unknown"]
 STALE_AFTER_S_DEFAULT = 30.0
@@ -56,6 +60,12 @@ class FlowStatus(BaseModel):
     heartbeat_age_s: float | None = Field(default=None, description="age of the newest mirrored heartbeat")
     stalled_partitions: list[str] = Field(default_factory=list)
     last_errors: list[str] = Field(default_factory=list)
+    rpo: RpoSummary | None = Field(default=None, description="what a failover now would leave behind (data-mirror)")
+    groups_behind: int | None = Field(default=None, description="groups whose checkpoint is older than their commit")
+    group_rpo_max_s: float | None = Field(default=None, description="how much older, for the most-behind group")
+    dr_state: str | None = Field(default=None, description="failed-over or active, once a DR action ran")
+    dr_since_ts: int | None = None
+    dr_report_id: str | None = None
 
 
 def _int(details: Mapping[str, Any], key: str) -> int | None:
@@ -105,6 +115,56 @@ def _heartbeat_age(live: list[InstanceSummary], heartbeat_ts_ms: int | None, now
     return min(reported) if reported else None
 
 
+def _rpo(live: list[InstanceSummary]) -> RpoSummary | None:
+    """The data-mirror instances' RPO together (records summed, the oldest age); a malformed one is left out."""
+    found: list[RpoSummary] = []
+    for instance in live:
+        raw = instance.details.get("rpo")
+        if instance.service != "data-mirror" or not isinstance(raw, dict):
+            continue
+        try:
+            found.append(RpoSummary.model_validate(raw))
+        except ValidationError:
+            continue
+    if not found:
+        return None
+    if len(found) == 1:
+        return found[0]
+    ages = [rpo.seconds for rpo in found if rpo.seconds is not None]
+    known = [rpo.as_of_ms for rpo in found if rpo.as_of_ms is not None]
+    reachable = [rpo.source_reachable for rpo in found if rpo.source_reachable is not None]
+    return RpoSummary(
+        records=sum(rpo.records for rpo in found),
+        seconds=max(ages) if ages else None,
+        partitions=sum(rpo.partitions for rpo in found),
+        partitions_behind=sum(rpo.partitions_behind for rpo in found),
+        as_of_ms=min(known) if known else None,
+        source_reachable=all(reachable) if reachable else None,
+        topics=sorted((t for rpo in found for t in rpo.topics), key=lambda t: (-t.records, t.topic)),
+    )
+
+
+def _group_rpo(live: list[InstanceSummary]) -> tuple[int | None, float | None]:
+    """Checkpoint instances' groups behind their last commit (summed) and the oldest such checkpoint."""
+    counts, ages = [], []
+    for instance in live:
+        raw = instance.details.get("group_rpo") if instance.service == "checkpoint" else None
+        if isinstance(raw, dict):
+            behind, age = raw.get("groups_behind"), raw.get("max_age_s")
+            if isinstance(behind, int) and not isinstance(behind, bool):
+                counts.append(behind)
+            if isinstance(age, int | float) and not isinstance(age, bool):
+                ages.append(float(age))
+    return (sum(counts) if counts else None), (max(ages) if ages else None)
+
+
+def _dr(instances: list[InstanceSummary]) -> dict[str, Any]:
+    """The newest DR state any instance reports (every service of a flow follows it)."""
+    states = [i.details["dr"] for i in instances if isinstance(i.details.get("dr"), dict)]
+    dated = [s for s in states if isinstance(s.get("since_ts"), int) and isinstance(s.get("state"), str)]
+    return max(dated, key=lambda s: s["since_ts"], default={})
+
+
 def belongs_to_flow(status: ServiceStatus, flow: str) -> bool:
     """True for a status of `flow` (spaces around the arrow ignored) or of a whole instance (empty flow)."""
     return status.flow.replace(" ", "") in ("", flow)
@@ -131,6 +191,9 @@ def summarize_flow(
     stalled = sorted(
         {str(p) for i in live for p in (i.details.get("stalled_partitions") or ()) if isinstance(p, str | int)}
     )
+    dr = _dr(live or instances)
+    report_id = dr.get("report_id")
+    groups_behind, group_rpo_max_s = _group_rpo(live)
     return FlowStatus(
         flow=flow,
         source=source,
@@ -142,4 +205,10 @@ def summarize_flow(
         heartbeat_age_s=_heartbeat_age(live, heartbeat_ts_ms, now_ms),
         stalled_partitions=stalled,
         last_errors=[f"{i.service}/{i.instance}: {i.last_error}" for i in instances if i.last_error],
+        rpo=_rpo(live),
+        groups_behind=groups_behind,
+        group_rpo_max_s=group_rpo_max_s,
+        dr_state=dr.get("state"),
+        dr_since_ts=dr.get("since_ts"),
+        dr_report_id=report_id if isinstance(report_id, str) else None,
     )

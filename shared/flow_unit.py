@@ -5,7 +5,8 @@ clients and lease) with one retry policy while the target is unreachable; publis
 probing the flow's clusters first, so a round stuck on a silent cluster does not silence it; sleep until the
 next round, waking early on stop or a lease change; and on stop let the running round finish (bounded), leave
 the lease, close the unit's clients, publish a last "stopped" status and disconnect. A crash in any of its
-tasks stops the parent service at once (shared/service.py).
+tasks stops the parent service at once (shared/service.py). Every unit follows its flow's DR state (`dr`): a unit
+moves nothing while the flow is failed over, or before that state is known.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import structlog
 
 from shared.control import ControlPublisher
 from shared.control.status_reporter import State
+from shared.dr.state_watch import FlowStateWatch
 from shared.error_state import ErrorState
 from shared.errors import StraitError
 from shared.flow_context import FlowContext
@@ -46,6 +48,7 @@ class FlowUnit(Service):
         self.log = structlog.get_logger(service).bind(flow=context.name)
         self.lease = lease
         self.watch = context.watch()
+        self.dr = FlowStateWatch(context.flow)
         self._publisher = publisher
         self._publisher_started = False
         self._status_interval_s = status_interval_s
@@ -72,6 +75,7 @@ class FlowUnit(Service):
     # -- lifecycle -------------------------------------------------------------------------------
     async def on_start(self) -> None:
         """Open and run in the background: a unit whose target is down waits for it without holding the service."""
+        self.spawn(self.dr.run(), "dr-state")
         self._main = self.spawn(self._open_and_run(), "run")
 
     async def _open_and_run(self) -> None:

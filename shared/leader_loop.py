@@ -139,7 +139,7 @@ class LeaderLoop(FlowUnit):
                 self._leadership_changed()
                 next_round = 0.0
                 await self.publish_status()
-            if self.is_leader and time.monotonic() >= next_round:
+            if self.is_leader and self.dr.may_run and time.monotonic() >= next_round:
                 started = time.monotonic()
                 error_before = self.last_error
                 await self._round()
@@ -195,7 +195,10 @@ class LeaderLoop(FlowUnit):
             "role": "leader" if self.is_leader else "standby",
             "last_success_ts": self._last_success_ts,
             **self._job.details(),
+            **self.dr.details(),
         }
+        if not self.dr.may_run:  # failed over (or not known yet): no rounds
+            return "paused", None, details
         if down := self.unreachable():  # the round may still be waiting for its timeout: the probe knows already
             details["unreachable"] = down
             return "degraded", down[0], details

@@ -314,6 +314,24 @@ class OffsetSyncStore:
             return upstream_offset + run.shift
         return following.first + following.shift
 
+    def translate_upstream(self, topic: str, partition: int, downstream_offset: int) -> int | None:
+        """The other way (Strait's, for failing back): where a reader at `downstream_offset` on the target resumes on
+        the source. Exact inside a kept run; otherwise from the newest stored sync at or before it: its upstream
+        offset when `downstream_offset` is that sync's copy, one past it when it lies further (the records between
+        are read again, none is skipped). None: not read to end, or no sync at or before it."""
+        if not self._read_to_end:
+            return None
+        for run in reversed(self._runs.get((topic, partition), ())):
+            if run.first + run.shift <= downstream_offset <= run.last + run.shift:
+                return downstream_offset - run.shift
+        syncs = self._syncs.get((topic, partition))
+        if syncs is None:
+            return None
+        stored = next((entry for entry in syncs if entry.downstream <= downstream_offset), None)
+        if stored is None:
+            return None
+        return stored.upstream + (0 if stored.downstream == downstream_offset else 1)
+
     def sync_for(self, topic: str, partition: int, index: int) -> OffsetSync:
         """The sync stored at `index` (0 newest, 63 oldest) for a partition; for tests and diagnostics."""
         syncs = self._syncs.get((topic, partition))

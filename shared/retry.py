@@ -1,10 +1,10 @@
 """The one way Strait waits out a failure and tries again (tenacity underneath).
 
 Every retry loop (opening a flow, keeping a lease, following a topic, asking a busy group coordinator, waiting
-for a new topic's leader) goes through here, so they share one shape: which failures are worth another try,
-a delay that starts at `first_s` and doubles up to `max_s` while the failure persists (back to `first_s` once
-the work made progress), a hook that hears about each failure before the wait, and a wait that ends at once
-when the caller is stopping.
+for a new topic's leader, asking partition leaders for their producers) goes through here, so they share one
+shape: which failures are worth another try, a delay that starts at `first_s` and doubles up to `max_s` while
+the failure persists (back to `first_s` once the work made progress), a hook that hears about each failure
+before the wait, and a wait that ends at once when the caller is stopping.
 """
 
 from __future__ import annotations

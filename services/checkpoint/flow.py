@@ -105,6 +105,7 @@ class FlowCheckpointer(FlowUnit):
         self.health = FlowHealth(self.log, "operation_failed", "recovered")
         self._full_round_ran = False
         self._sync_round_ran = False
+        self._reflected_ms: dict[str, float] = {}  # group -> the commit (its time) its checkpoints now stand for
 
     @property
     def ready(self) -> bool:
@@ -128,8 +129,9 @@ class FlowCheckpointer(FlowUnit):
 
     @property
     def active(self) -> bool:
-        """Rounds may run: both topics read to their ends, shards owned, and the group feed caught up."""
-        return self.translating and bool(self.lease.owned) and self.feed.ready
+        """Rounds may run: both topics read to their ends, shards owned, the group feed caught up, and the flow not
+        failed over (a failed-over flow writes no checkpoint and moves no group)."""
+        return self.translating and bool(self.lease.owned) and self.feed.ready and self.dr.may_run
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -283,6 +285,7 @@ class FlowCheckpointer(FlowUnit):
         """Translate the groups' offsets and write the checkpoints that moved: every group (a full round), or only
         the groups that committed since the last round (streamed)."""
         started = time.monotonic()
+        commits_ms = dict(self.feed.last_commit_ms())  # what this round's read covers at least
         rewound = self.store is not None and self.store.rewinds != self._sync_rewinds_seen
         if rewound:
             assert self.store is not None
@@ -309,6 +312,10 @@ class FlowCheckpointer(FlowUnit):
         if new:
             await self._write(new, read_ms, changed_only=changed_only)
         self.feed.translated(plan.unsettled, plan.final)  # written: full rounds can leave `final` out until it commits
+        waiting = set(plan.unsettled)  # translated short of the commit: later offset syncs will move them
+        for group in offsets:
+            if group in commits_ms and group not in waiting:
+                self._reflected_ms[group] = commits_ms[group]
         self.checkpoints_written += len(new)
         self.misses += misses
         name = self.flow.name
@@ -364,6 +371,19 @@ class FlowCheckpointer(FlowUnit):
                 commit_latency.observe(max(0.0, acked_ms - commit_ms))
             if count % YIELD_EVERY_CHECKPOINTS == 0:
                 await asyncio.sleep(0)
+
+    def group_rpo(self) -> dict[str, float]:
+        """Groups whose checkpoints stand for an older commit than their last: group -> how much older (seconds).
+        A failover now would move such a group to that older position (it reads again what it read since).
+        Known only while the source's commits are streamed (a poll sees no commit times)."""
+        behind: dict[str, float] = {}
+        for group, commit_ms in self.feed.last_commit_ms().items():
+            reflected = self._reflected_ms.get(group)
+            if reflected is not None and commit_ms > reflected:
+                behind[group] = round((commit_ms - reflected) / 1000, 3)
+        self._metrics.groups_behind.labels(self.flow.name).set(len(behind))
+        self._metrics.group_rpo_seconds.labels(self.flow.name).set(max(behind.values(), default=0.0))
+        return behind
 
     # -- errors and waiting ----------------------------------------------------------------------
     async def _guarded(self, operation: str, work: Awaitable[None]) -> None:

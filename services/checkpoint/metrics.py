@@ -42,6 +42,19 @@ class CheckpointMetrics:
             ["flow", "kind"],
             registry=registry,
         )
+        self.groups_behind = Gauge(
+            f"{PREFIX}_groups_behind",
+            "groups whose checkpoint stands for an older commit than their last (streamed only)",
+            ["flow"],
+            registry=registry,
+        )
+        self.group_rpo_seconds = Gauge(
+            f"{PREFIX}_group_rpo_max_seconds",
+            "how much older than its last commit the most-behind group's checkpoint is: what a failover now "
+            "would make it read again, in seconds (streamed only)",
+            ["flow"],
+            registry=registry,
+        )
         self.groups = Gauge(
             f"{PREFIX}_groups",
             "consumer groups this instance checkpoints (owned, passing the group filter, on replicated topics)",

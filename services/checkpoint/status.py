@@ -10,6 +10,7 @@ from shared.cluster_watch import ClusterWatch
 from shared.config import FlowConfig
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.status_reporter import State
+from shared.dr.state_watch import FlowStateWatch
 from shared.lease import ShardLease
 
 SERVICE = "checkpoint"
@@ -33,12 +34,28 @@ class CheckpointFlowView(Protocol):
     last_round_ms: float | None
     syncer: GroupOffsetSyncer | None
     watch: ClusterWatch
+    dr: FlowStateWatch
 
     @property
     def translating(self) -> bool: ...
 
     @property
     def streaming(self) -> bool: ...
+
+    def group_rpo(self) -> dict[str, float]: ...
+
+
+GROUP_RPO_SHOWN = 20
+
+
+def group_rpo_details(behind: dict[str, float]) -> dict[str, Any]:
+    """How many groups' checkpoints stand for an older commit than their last, the oldest, and the worst named."""
+    worst = sorted(behind.items(), key=lambda item: (-item[1], item[0]))
+    return {
+        "groups_behind": len(behind),
+        "max_age_s": worst[0][1] if worst else 0.0,
+        "most_behind": [{"group": group, "age_s": age} for group, age in worst[:GROUP_RPO_SHOWN]],
+    }
 
 
 class CheckpointStatus:
@@ -72,6 +89,7 @@ class CheckpointStatus:
             "translation_misses": flow.misses,
             "last_round_ms": flow.last_round_ms,
             "group_offsets_from": "stream" if flow.streaming else "poll",
+            "group_rpo": group_rpo_details(flow.group_rpo()) if flow.streaming else None,
         }
         if flow.syncer is not None:
             active = flow.syncer.active.states()
@@ -80,6 +98,9 @@ class CheckpointStatus:
                 "active_target_groups": len(active),
                 "active_target_groups_sample": dict(sorted(active.items())[:ACTIVE_SAMPLE]),
             }
+        details.update(flow.dr.details())
+        if not flow.dr.may_run:  # failed over (or not known yet): no checkpoints, no group moves
+            return "paused", None, details
         down = flow.watch.errors([flow.flow.source, flow.flow.target])
         if down and flow.opened:  # a round may still be waiting for its timeout: the probe knows already
             details["unreachable"] = down

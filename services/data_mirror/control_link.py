@@ -1,4 +1,4 @@
-"""The driver's synchronous link to the control and status topics on each target cluster."""
+"""The driver's synchronous link to the control, status and DR topics on each target cluster."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from shared.control import (
     encode_event,
 )
 from shared.control.channel import event_key
-from shared.control.topic_names import CONTROL_READER_GROUP
+from shared.control.topic_names import CONTROL_READER_GROUP, COORDINATION_TOPICS
+from shared.dr.records import FlowDrState
+from shared.dr.state_watch import DrStateReader
 from shared.errors import KafkaOperationError
 from shared.kafka.follow import FollowedRecord
 from shared.kafka.partition_reader import PartitionReader
@@ -51,13 +53,28 @@ class ControlWriter(Protocol):
     def close(self, timeout_s: float = ...) -> None: ...
 
 
-class ControlLink:
-    """Publishes status and notices `topics-changed` events for the flows of one target cluster."""
+class DrStates(Protocol):
+    """What the link reads the flows' DR states with (a DrStateReader; a fake in unit tests)."""
 
-    def __init__(self, reader: ControlReader, writer: ControlWriter, flows: set[str]) -> None:
+    read_error: str | None
+
+    def poll(self) -> None: ...
+
+    def state(self, flow: str) -> FlowDrState | None: ...
+
+    def close(self) -> None: ...
+
+
+class ControlLink:
+    """Publishes status, notices `topics-changed` events and follows the DR state of the flows of one target."""
+
+    def __init__(
+        self, reader: ControlReader, writer: ControlWriter, flows: set[str], dr_states: DrStates | None = None
+    ) -> None:
         self.flows = flows
         self._reader = reader
         self._writer = writer
+        self._dr_states = dr_states
         self.read_error: str | None = None  # what failed in the last `topics_changed` call, if anything
 
     @classmethod
@@ -69,16 +86,30 @@ class ControlLink:
         replication_factor: int,
         cluster: str = "target",
     ) -> ControlLink:
-        """Make sure the control and status topics exist, then link to them, reading control events from now on.
+        """Make sure the control, status and DR topics exist, then link to them, reading control events from now on
+        and every DR state written so far (a flow failed over while no driver ran must not start copying again).
 
         `cluster` is the target's alias, for error messages.
         """
         admin = TopicAdmin(cluster, props, timeout_s=30)
-        for topic in (CONTROL_TOPIC, STATUS_TOPIC):
+        for topic in COORDINATION_TOPICS:
             admin.ensure_internal_topic(topic, replication_factor=replication_factor, configs=ROLLED_COMPACTED)
         writer = RecordWriter(cluster, props, **{"linger.ms": 0})
         reader = PartitionReader(props, CONTROL_TOPIC, group_id=CONTROL_READER_GROUP, from_end=True)
-        return cls(reader, writer, flows)
+        dr_states = DrStateReader(props)
+        dr_states.load()
+        return cls(reader, writer, flows, dr_states)
+
+    def dr_state(self, flow: str) -> FlowDrState | None:
+        """`flow`'s DR state as last read (None: never failed over); reads what arrived since first."""
+        if self._dr_states is None:
+            return None
+        self._dr_states.poll()
+        return self._dr_states.state(flow)
+
+    @property
+    def dr_read_error(self) -> str | None:
+        return None if self._dr_states is None else self._dr_states.read_error
 
     def topics_changed(self) -> bool:
         """True if a `topics-changed` event for one of our flows arrived since the last call (non-blocking).
@@ -123,3 +154,5 @@ class ControlLink:
         """Flush and close both clients (what the target has not acknowledged by then is dropped: status only)."""
         self._writer.close(timeout_s)
         self._reader.close()
+        if self._dr_states is not None:
+            self._dr_states.close()

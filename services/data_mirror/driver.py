@@ -34,7 +34,11 @@ from shared.config import FlowConfig, MirrorMakerConfig
 from shared.control import StatusReporter
 from shared.control.status_reporter import State
 from shared.daemon_executor import DaemonThreadExecutor
+from shared.dr.records import FlowDrState, RpoSummary
+from shared.dr.rpo import PartitionLag, summarize
+from shared.dr.state_watch import state_details
 from shared.errors import StraitError
+from shared.flow_context import FlowContext
 from shared.progress_store import ProgressFollower
 from shared.records.progress import CopyReport, Progress
 from shared.retry import Backoff
@@ -53,6 +57,7 @@ SPARK_STOP_WAIT_S = 4.0
 UNREACHABLE_WAIT_S = 0.5  # final flushes to a target that already failed to acknowledge the hand-over
 TASK_RESTART = Backoff(first_s=0.5, max_s=10.0)  # a failed task's slot waits this long before its next task
 RECOVERED_S = 10.0  # a restarted task that runs this long clears its slot's error from the status
+RPO_TOPICS = 20  # topics most behind named in the status record (the metrics have every topic)
 
 
 def _stop_spark(spark: Any) -> None:
@@ -109,6 +114,8 @@ class MirrorDriver:
         self._status_stop = threading.Event()
         self._unreachable_targets: set[str] = set()
         self._status_thread: threading.Thread | None = None
+        self._dr: dict[str, FlowDrState | None] = {}  # flow -> its DR state as last read (failed over: no tasks)
+        self._dr_seen: set[str] = set()
 
     def request_stop(self) -> None:
         """Hand every task over (they commit), then return from `run`."""
@@ -192,12 +199,26 @@ class MirrorDriver:
             _log.info("driver_stopped", uptime_s=round(time.time() - self.started_ms / 1000, 1))
 
     def _set_up_flows(self, expected_slots: int) -> None:
-        """Each flow's runtime (internal topics, progress), progress follower and control link (Kafka only).
+        """Each target's control link, then each flow's runtime (internal topics, progress) and progress follower
+        (Kafka only). A flow failed over is set up on its target only: its source may be gone.
 
         `expected_slots`: the slots exactly-once fences before the first task, when Spark has not told the real
         count yet (each task fences its own slot too, and the target's listed transactional ids are all fenced)."""
         for flow in self.flows:
-            runtime = self.runtimes[flow.name] = FlowRuntime(flow, tasks=expected_slots, vault=self.vault)
+            if flow.target not in self.links:
+                self.links[flow.target] = ControlLink.open(
+                    flow.target_admin_props(),
+                    {f.name for f in self.flows if f.target == flow.target},
+                    replication_factor=FlowContext.of(flow).internal_replication_factor,
+                    cluster=flow.target,
+                )
+        for flow in self.flows:
+            state = self.links[flow.target].dr_state(flow.name)
+            failed_over = state is not None and state.stopped
+            runtime = self.runtimes[flow.name] = FlowRuntime(
+                flow, tasks=expected_slots, vault=self.vault, source_side=not failed_over
+            )
+            self._failed_over(runtime)
             self.reporters[flow.name] = StatusReporter(
                 [],  # published through the flow's control link: the driver's thread has no event loop
                 service="data-mirror",
@@ -208,13 +229,6 @@ class MirrorDriver:
             self.followers[flow.name] = ProgressFollower(
                 flow.target_consumer_props(), runtime.clients.progress_topic, flow.name
             )
-            if flow.target not in self.links:
-                self.links[flow.target] = ControlLink.open(
-                    flow.target_admin_props(),
-                    {f.name for f in self.flows if f.target == flow.target},
-                    replication_factor=runtime.context.internal_replication_factor,
-                    cluster=flow.target,
-                )
 
     # -- tasks -----------------------------------------------------------------------------------------
     def _reconcile(self, context: Any) -> None:
@@ -222,7 +236,7 @@ class MirrorDriver:
         now = time.monotonic()
         for runtime in self.runtimes.values():
             flow = runtime.flow.name
-            plan = runtime.plan(self.slots)
+            plan = {} if self._failed_over(runtime) else runtime.plan(self.slots)
             handovers: list[SlotRun] = []
             for slot in range(self.slots):
                 key = (flow, slot)
@@ -245,6 +259,32 @@ class MirrorDriver:
             if handovers:
                 self._request_handover(runtime, handovers)
             self.metrics.tasks_running.labels(flow).set(sum(1 for (f, _), r in self.runs.items() if f == flow))
+
+    def _failed_over(self, runtime: FlowRuntime) -> bool:
+        """True while the flow is failed over (`strait failover`): its tasks hand over and none starts, whatever
+        restarts, until a failback makes it active again. Logged when it changes."""
+        flow = runtime.flow.name
+        link = self.links[runtime.flow.target]
+        state = link.dr_state(flow)
+        self._note_read_error(flow, "dr-state", link.dr_read_error)
+        before = self._dr.get(flow)
+        self._dr[flow] = state
+        stopped = state is not None and state.stopped
+        if stopped != (before is not None and before.stopped) or flow not in self._dr_seen:
+            self._dr_seen.add(flow)
+            if stopped:
+                assert state is not None
+                _log.warning("flow_failed_over_not_copying", flow=flow, since_ts=state.ts, report=state.report_id)
+            elif before is not None:
+                _log.info("flow_active_again", flow=flow, action=state.action if state else None)
+        if not stopped and not runtime.source_ready:
+            try:  # active again after a failback: what was left undone on the source while it was failed over
+                self._unless_stopping(runtime.prepare_source)
+            except StraitError as exc:
+                self._problems[(flow, "source")] = f"preparing the source: {exc}"
+                return True  # not yet: asked again next round
+            self._problems.pop((flow, "source"), None)
+        return stopped
 
     def _start(self, context: Any, runtime: FlowRuntime, slot: int, partitions: tuple[Any, ...]) -> None:
         link = self.links[runtime.flow.target]
@@ -376,6 +416,7 @@ class MirrorDriver:
         self._last_progress[state.key] = now
         if report.end_offset is not None:
             state.high_watermark = report.end_offset
+        state.behind_since_ms = report.behind_since_ms
         state.records += report.records
         mine.record_count.inc(report.records)
         mine.byte_count.inc(report.bytes)
@@ -454,6 +495,8 @@ class MirrorDriver:
         if not triggered and time.monotonic() < self._next_refresh:
             return
         for runtime in self.runtimes.values():
+            if self._is_failed_over(runtime.flow.name):
+                continue  # nothing is copied: its source may be gone, and looking would only log that
             try:
                 lookup = self._unless_stopping(runtime.look_up)
                 if lookup is None:
@@ -516,12 +559,41 @@ class MirrorDriver:
             errors.append(self.last_error or f"{len(blocked)} partitions stopped at a refused record")
         return errors
 
+    def _rpo(self, runtime: FlowRuntime, states: list[PartitionState]) -> RpoSummary:
+        """What a failover now would leave behind on the flow's source, as the tasks last saw it; exported as
+        metrics per flow and topic (bounded: no partition label)."""
+        now_ms = int(time.time() * 1000)
+        down_since = self.watch.unreachable().get(runtime.flow.source)
+        lags = [
+            PartitionLag(s.source_topic, s.partition, s.next_offset, s.high_watermark, s.behind_since_ms)
+            for s in states
+            if s.next_offset is not None
+        ]
+        rpo = summarize(
+            lags,
+            now_ms=now_ms,
+            as_of_ms=int(down_since * 1000) if down_since is not None else now_ms,
+            source_reachable=down_since is None,
+            topics_shown=len(runtime.states),
+        )
+        self.metrics.observe_rpo(runtime.flow.name, rpo)
+        return rpo
+
+    def _is_failed_over(self, flow: str) -> bool:
+        state = self._dr.get(flow)
+        return state is not None and state.stopped
+
     def _snapshot(self, runtime: FlowRuntime) -> tuple[State, str | None, dict[str, Any]]:
         """A flow's state, first error and figures as the driver sees them now."""
         states = list(runtime.states.values())  # a copy: the main loop changes the set meanwhile
         blocked = [s for s in states if s.blocked_at is not None]
         errors = self._current_errors(runtime, blocked)
+        flow = runtime.flow.name
+        rpo = self._rpo(runtime, states)
         details = {
+            **state_details(self._dr.get(flow)),
+            "rpo": rpo.model_dump(exclude={"topics"}) | {"topics": [t.model_dump() for t in rpo.topics[:RPO_TOPICS]]},
+            "tasks_running": sum(1 for (name, _), _run in list(self.runs.items()) if name == flow),
             "partitions": len(states),
             "records_behind": sum(s.records_behind or 0 for s in states),
             "records_mirrored": sum(s.records for s in states),
@@ -532,6 +604,8 @@ class MirrorDriver:
                 for s in blocked[:50]
             ],
         }
+        if self._is_failed_over(flow):
+            return "paused", (errors[0] if errors else None), details
         return ("degraded" if errors else "running"), (errors[0] if errors else None), details
 
     def _publish_status(self, state: State | None, *, timeout_s: float = 10) -> None:

@@ -45,7 +45,9 @@ class TopicsLookup:
 class FlowRuntime:
     """Creates the flow's internal topics, loads its progress and keeps its partition set current."""
 
-    def __init__(self, flow: FlowConfig, *, tasks: int, vault: SecretVault) -> None:
+    def __init__(self, flow: FlowConfig, *, tasks: int, vault: SecretVault, source_side: bool = True) -> None:
+        """`source_side`: also make what the flow needs on its source now (a failed-over flow's source may be gone:
+        `prepare_source` does it once the flow is active again)."""
         self.flow = flow
         self.context = FlowContext.of(flow)
         settings = flow.settings
@@ -82,8 +84,9 @@ class FlowRuntime:
             provenance=settings.provenance_enabled,
         )
         rf = settings.offset_syncs_topic_replication_factor
-        if settings.emit_offset_syncs_enabled:
-            syncs_admin.ensure_internal_topic(syncs_topic, replication_factor=rf)
+        self._syncs_admin, self.source_ready = syncs_admin, False
+        if source_side or not place.on_source:
+            self.prepare_source()
         self.target_admin.ensure_internal_topic(
             self.clients.progress_topic, replication_factor=rf, configs=ROLLED_COMPACTED
         )
@@ -105,6 +108,15 @@ class FlowRuntime:
             syncs_topic=syncs_topic,
             copy="batches" if self.clients.copy_batches else "records",
         )
+
+    def prepare_source(self) -> None:
+        """The offset-syncs topic, where it lives (MM2's shape), before any task writes a sync."""
+        settings = self.flow.settings
+        if settings.emit_offset_syncs_enabled:
+            self._syncs_admin.ensure_internal_topic(
+                self.context.offset_syncs.topic, replication_factor=settings.offset_syncs_topic_replication_factor
+            )
+        self.source_ready = True
 
     def _fence_previous_transactions(self, tasks: int) -> None:
         """Abort transactions a killed predecessor left open, in every slot the flow ever used.

@@ -7,6 +7,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from shared.dr.records import RpoSummary
+
 PARTITION = ("flow", "topic", "partition")  # topic: the remote topic, as MM2 labels its metrics
 
 
@@ -132,6 +134,47 @@ class MirrorMetrics:
             ("flow",),
             registry=registry,
         )
+
+        self.rpo_records = Gauge(
+            "strait_mirror_rpo_records",
+            "source records not yet on the target: what a failover now would leave behind",
+            ("flow",),
+            registry=registry,
+        )
+        self.rpo_seconds = Gauge(
+            "strait_mirror_rpo_seconds",
+            "age of the oldest source record not yet on the target (0: nothing behind)",
+            ("flow",),
+            registry=registry,
+        )
+        self.topic_rpo_records = Gauge(
+            "strait_mirror_topic_rpo_records", "records not yet on the target, per source topic", ("flow", "topic"),
+            registry=registry,
+        )  # fmt: skip
+        self.topic_rpo_seconds = Gauge(
+            "strait_mirror_topic_rpo_seconds",
+            "age of the oldest record not yet on the target, per source topic",
+            ("flow", "topic"),
+            registry=registry,
+        )
+        self.rpo_as_of = Gauge(
+            "strait_mirror_rpo_as_of_timestamp_seconds",
+            "when the RPO figures were last known to be current (the source stopped answering then, if it did)",
+            ("flow",),
+            registry=registry,
+        )
+
+    def observe_rpo(self, flow: str, rpo: RpoSummary) -> None:
+        """Set the flow's and its topics' RPO gauges (seconds unknown: left as they were)."""
+        self.rpo_records.labels(flow).set(rpo.records)
+        if rpo.seconds is not None:
+            self.rpo_seconds.labels(flow).set(rpo.seconds)
+        if rpo.as_of_ms is not None:
+            self.rpo_as_of.labels(flow).set(rpo.as_of_ms / 1000)
+        for topic in rpo.topics:
+            self.topic_rpo_records.labels(flow, topic.topic).set(topic.records)
+            if topic.seconds is not None:
+                self.topic_rpo_seconds.labels(flow, topic.topic).set(topic.seconds)
 
     def partition(self, flow: str, remote_topic: str, partition: int) -> PartitionMetrics:
         """The per-partition metrics of one remote partition (created on first use, then kept)."""

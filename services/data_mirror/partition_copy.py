@@ -18,6 +18,8 @@ from services.data_mirror.work import PartitionWork
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.records.progress import CopyReport
 
+MAX_ENDS_SEEN = 3600  # an hour of commits of a partition that stopped copying
+
 
 @dataclass
 class Clock:
@@ -68,6 +70,10 @@ class PartitionCopy:
     dropped: int = 0  # records the flow's transforms dropped since the last report
     reencoded_reason: str | None = None
     deliver: Any = None  # the bound `on_delivery`, made once (a bound method per produce call costs)
+    # (end offset, when first seen) for each end the source showed beyond what is copied, oldest first: the first
+    # one past the position tells since when the oldest record not yet copied has been there (`behind_since`)
+    ends_seen: deque[tuple[int, int]] = field(default_factory=deque)
+    behind_since_ms: int | None = None  # as of the last commit
 
     def __post_init__(self) -> None:
         self.deliver = self.on_delivery
@@ -205,11 +211,27 @@ class PartitionCopy:
             position = min(position, self.diverged_at)
         return position if self.refused_at is None else min(position, self.refused_at)
 
+    def note_end(self, now_ms: int) -> int | None:
+        """At a commit: remember the source's end if it moved, forget ends that are copied now, and say since when
+        the oldest record not yet copied has been on the source (None: nothing behind). Precise to a commit
+        interval; a partition always a little behind under steady traffic stays young, as its records do."""
+        ends, position = self.ends_seen, self.next_position()
+        end = self.end_offset
+        if end is not None and end > position and (not ends or end > ends[-1][0]):
+            if len(ends) >= MAX_ENDS_SEEN:
+                ends.pop()  # the newest goes: an age is never reported younger than it is
+            ends.append((end, now_ms))
+        while ends and ends[0][0] <= position:
+            ends.popleft()
+        if end is not None and end <= position:
+            ends.clear()
+        return ends[0][1] if ends else None
+
     def settled(self) -> bool:
         """Nothing in flight and nothing refused: the consumer's position may stand for the partition's."""
         return not self.in_flight and self.refused_at is None and self.held_at is None
 
-    def report(self, syncs_failed: int = 0, read_errors: int = 0) -> CopyReport:
+    def report(self, syncs_failed: int = 0, read_errors: int = 0, behind_since_ms: int | None = None) -> CopyReport:
         """What happened since the last progress record; resets the counters."""
         blocked_offset = self.refused_at
         acked = self.acked_records
@@ -234,6 +256,7 @@ class PartitionCopy:
             forwarded=self.forwarded,
             reencoded_reason=self.reencoded_reason,
             dropped=self.dropped,
+            behind_since_ms=behind_since_ms,
         )
         self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = self.forwarded = 0
         self.dropped = 0

@@ -89,6 +89,7 @@ class PartitionState:
     copy_path: str | None = None  # how its records travelled lately: "batches" or why they were re-encoded
     source_topic_id: str | None = None
     remote_topic_id: str | None = None
+    behind_since_ms: int | None = None  # since when its oldest record not yet copied has been on the source
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -297,7 +297,9 @@ class TaskLoop:
     def _write_progress(self) -> list[tuple[PartitionCopy, int]]:
         """A progress record for each partition whose position, end, refusal or counts changed."""
         written = []
+        now_ms = int(self.clock.now_ms or time.time() * 1000)
         for part in self.parts.values():
+            part.behind_since_ms = part.note_end(now_ms)
             position = part.next_position()
             quiet = (
                 part.records == 0
@@ -320,7 +322,7 @@ class TaskLoop:
             position,
             source_topic_id=work.source_topic_id,
             remote_topic_id=work.remote_topic_id,
-            report=part.report(syncs_failed, self.copier.take_read_errors()),
+            report=part.report(syncs_failed, self.copier.take_read_errors(), part.behind_since_ms),
             leader_epoch=part.leader_epoch,
         )
         self.copier.write_progress(ProgressKey(self.spec.flow, *work.key).encode(), value, self._on_progress_failure)

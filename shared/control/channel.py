@@ -10,7 +10,7 @@ import structlog
 from pydantic import BaseModel
 
 from shared.control.codec import Event, decode_event, encode_event
-from shared.control.topic_names import CONTROL_TOPIC, STATUS_TOPIC
+from shared.control.topic_names import CONTROL_TOPIC, COORDINATION_TOPICS, STATUS_TOPIC
 from shared.kafka.async_sender import AsyncSender
 from shared.kafka.follow import tail
 from shared.kafka.topic_admin import TopicAdmin
@@ -29,12 +29,12 @@ def event_key(event: BaseModel) -> bytes:
 
 
 async def ensure_control_topics(props: Mapping[str, str], replication_factor: int, cluster: str = "target") -> None:
-    """Create the compacted control and status topics if missing (any service may be first); `cluster` names the
+    """Create the compacted control, status and DR topics if missing (any service may be first); `cluster` names the
     cluster in errors."""
 
     def ensure() -> None:
         admin = TopicAdmin(cluster, props, timeout_s=30)
-        for topic in (CONTROL_TOPIC, STATUS_TOPIC):
+        for topic in COORDINATION_TOPICS:
             admin.ensure_internal_topic(topic, replication_factor=replication_factor, configs=ROLLED_COMPACTED)
 
     await asyncio.to_thread(ensure)

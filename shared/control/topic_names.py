@@ -6,6 +6,10 @@ assign partitions themselves: nothing is ever committed under them.
 
 CONTROL_TOPIC = "strait.control.internal"
 STATUS_TOPIC = "strait.status.internal"
+# Each flow's durable disaster-recovery state and the reports of its failovers and failbacks (shared/dr/records.py).
+DR_TOPIC = "strait.dr.internal"
+# Made by whichever service of a target cluster starts first: every service reads or writes all three.
+COORDINATION_TOPICS = (CONTROL_TOPIC, STATUS_TOPIC, DR_TOPIC)
 
 
 def progress_topic(source_alias: str) -> str:
@@ -16,6 +20,7 @@ def progress_topic(source_alias: str) -> str:
 CONTROL_READER_GROUP = "strait-data-mirror-control"
 PROGRESS_READER_GROUP = "strait-data-mirror-progress"
 STATUS_READER_GROUP = "strait-status-reader"
+DR_READER_GROUP = "strait-dr-reader"
 
 
 def mirror_source_group(flow: str) -> str:

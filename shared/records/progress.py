@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from shared.errors import CodecError
@@ -67,6 +67,9 @@ class CopyReport:
     forwarded: int = 0  # of `records`, those in source batches forwarded unchanged (the rest went one by one)
     reencoded_reason: str | None = None  # why the last batch that was not forwarded unchanged was re-encoded
     dropped: int = 0  # records the flow's transforms dropped (not copied, by configuration)
+    # Since when (epoch ms) the source has held a record not yet on the target, as the task saw its end move; None
+    # when nothing was behind at the commit (the age of the oldest record a failover now would leave behind).
+    behind_since_ms: int | None = None
 
     def encode(self) -> dict[str, Any]:
         """Only the fields that say something (keeps the record small): no None, and no zero counts."""
@@ -112,6 +115,7 @@ class Progress:
     remote_topic_id: str | None = None
     report: CopyReport | None = None
     leader_epoch: int | None = None  # the source leader epoch of the last batch fetched (KIP-320 validation)
+    written_ms: int | None = field(default=None, compare=False)  # when the task committed it (not part of the position)
 
 
 def encode_progress(
@@ -148,7 +152,9 @@ def decode_progress_record(raw: bytes) -> Progress:
     source_id, remote_id = (item if isinstance(item, str) and item else None for item in ids)
     epoch = value.get("leader_epoch")
     epoch = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 else None
-    return Progress(offset, source_id, remote_id, CopyReport.decode(value.get("report")), epoch)
+    written = value.get("ts")
+    written = written if isinstance(written, int) and not isinstance(written, bool) else None
+    return Progress(offset, source_id, remote_id, CopyReport.decode(value.get("report")), epoch, written)
 
 
 def decode_progress(raw: bytes) -> int:
