@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from services.cli import demo, failover, migrate, status, strimzi, translate, verify
+from services.cli import demo, dr, failover, migrate, status, strimzi, translate, verify
 from services.cli.console import stdout_console
 from services.cli.errors import EXIT_CONFIG, CliError, one_line_errors
 from services.cli.options import CONFIG_ENV
@@ -139,5 +139,5 @@ def config_summary(config: MirrorMakerConfig) -> dict[str, Any]:
     }
 
 
-for _commands in (status, translate, failover, migrate, demo, verify):
+for _commands in (status, translate, failover, dr, migrate, demo, verify):
     _commands.register(app)

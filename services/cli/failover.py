@@ -1,4 +1,5 @@
-"""`strait failover`: move a group to the target through the translator (write its translated offsets there)."""
+"""`strait failover`: a whole flow (`--flow A->B`, from the config: services/cli/dr.py), or one group through the
+translator (write its translated offsets on the target)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from urllib.parse import quote
 import typer
 from rich.table import Table
 
+from services.cli import dr
 from services.cli.console import stdout_console
-from services.cli.errors import one_line_errors
-from services.cli.options import TRANSLATOR_ENV, GroupOption, JsonOption, SourceOption, TargetOption, TokenOption
+from services.cli.errors import CliError, one_line_errors
+from services.cli.options import TRANSLATOR_ENV, ConfigOption, JsonOption, TokenOption
 from services.cli.translator_client import TranslatorClient
+from shared.dr.failover import FailoverOptions, who
 
 
 def render_failover(result: dict[str, Any]) -> Table:
@@ -46,19 +49,54 @@ def register(app: typer.Typer) -> None:
 
     @app.command("failover")
     def failover(
-        group: GroupOption,
-        source: SourceOption,
-        target: TargetOption,
-        translator: Annotated[str, typer.Option("--translator", envvar=TRANSLATOR_ENV, help="offset translator URL")],
+        flow: Annotated[str | None, typer.Option("--flow", help="fail the whole flow over, e.g. A->B")] = None,
+        config: ConfigOption = None,
+        group: Annotated[str | None, typer.Option("--group", help="one consumer group (through --translator)")] = None,
+        source: Annotated[str | None, typer.Option("--from", help="with --group: the cluster it consumed")] = None,
+        target: Annotated[str | None, typer.Option("--to", help="with --group: the cluster it moves to")] = None,
+        translator: Annotated[
+            str | None, typer.Option("--translator", envvar=TRANSLATOR_ENV, help="offset translator URL")
+        ] = None,
         token: TokenOption = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="show what would be written")] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="read everything, change nothing, show the plan")
+        ] = False,
+        planned: Annotated[
+            bool | None,
+            typer.Option(
+                "--planned/--unplanned",
+                help="--flow: planned drains to RPO 0 and needs the source; unplanned goes on with what reached the "
+                "target (default: planned when the source answers)",
+            ),
+        ] = None,
+        timeout_s: dr.TimeoutOption = 120.0,
+        groups: dr.GroupsOption = None,
+        ignore_producers: dr.IgnoreProducersOption = False,
+        producers_quiet_s: dr.QuietOption = 30.0,
         allow_rewind: Annotated[
             bool, typer.Option("--allow-rewind", help="also move partitions where the group is further on the target")
         ] = False,
         as_json: JsonOption = False,
     ) -> None:
-        """Write GROUP's translated offsets into the group on the target; refused while it has members there."""
+        """Fail a flow over (--flow, from --config: stop it for good, move its groups, report the RPO), or write
+        one group's translated offsets on the target (--group, through the translator; refused while it has members
+        there)."""
+        if flow is not None:
+            options = FailoverOptions(
+                planned=planned,
+                dry_run=dry_run,
+                timeout_s=timeout_s,
+                groups=groups,
+                ignore_producers=ignore_producers,
+                producers_quiet_s=producers_quiet_s,
+                allow_rewind=allow_rewind,
+                by=who(),
+            )
+            dr.run_flow_failover(config, flow, options=options, as_json=as_json)
+            return
         with one_line_errors(as_json):
+            if group is None or source is None or target is None or translator is None:
+                raise CliError("give --flow A->B (with --config), or --group, --from, --to and --translator", 2)
             client = TranslatorClient(translator, token=token)
             try:
                 body = {"group": group, "dry_run": dry_run, "allow_rewind": allow_rewind}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated
 
@@ -108,8 +109,30 @@ def _number(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
+def _clock(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def recovery_point(status: FlowStatus) -> Text:
+    """What a failover now would leave behind, and whether the flow is failed over."""
+    line = Text()
+    rpo = status.rpo
+    if rpo is not None:
+        style = "green" if rpo.records == 0 else "yellow"
+        line.append(f"RPO {rpo.records:,} records, {_age(rpo.seconds)}", style)
+        if rpo.source_reachable is False and rpo.as_of_ms is not None:
+            line.append(f" (last known: the source has not answered since {_clock(rpo.as_of_ms)})", "yellow")
+    if status.groups_behind:
+        line.append(f"{'  ' if line else ''}groups with an older checkpoint than their commit: ", "yellow")
+        line.append(f"{status.groups_behind} (up to {_age(status.group_rpo_max_s)})", "yellow")
+    if status.dr_state == "failed-over":
+        since = f" since {_clock(status.dr_since_ts)}" if status.dr_since_ts else ""
+        line.append(f"{'  ' if line else ''}failed over{since} (report {status.dr_report_id})", "bold yellow")
+    return line
+
+
 def render_flow(status: FlowStatus) -> RenderableType:
-    """One flow: a title with its totals, a row per instance, then stalled partitions and errors."""
+    """One flow: a title with its totals and recovery point, a row per instance, then stalled partitions."""
     style = _STATE_STYLE.get(status.state, "")
     title = Text.assemble(
         (status.flow, "bold"),
@@ -118,6 +141,9 @@ def render_flow(status: FlowStatus) -> RenderableType:
         f"  topics {_number(status.topics)}  records behind {_number(status.records_behind)}"
         f"  heartbeat age {_age(status.heartbeat_age_s)}",
     )
+    if point := recovery_point(status):
+        title.append("\n")
+        title.append_text(point)
     table = Table(title=title, title_justify="left", expand=False)
     for column in ("service", "instance", "state", "reported", "topics", "records behind", "last error"):
         table.add_column(column)

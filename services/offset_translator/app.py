@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 
-from services.offset_translator import api, ops, problems
+from services.offset_translator import api, dr_api, ops, problems
 from services.offset_translator.auth import TokenCheck, is_loopback, refuse_unprotected_failover, require_token
 from services.offset_translator.failover import FailoverExecutor
 from services.offset_translator.index import TranslatorIndex
@@ -35,6 +35,8 @@ _FAMILIES: dict[str, APIRouter] = {
     "topology": api.topology,
     "status": api.status,
     "failover": api.failover,
+    "rpo": dr_api.rpo,
+    "dr": dr_api.dr,
     "metrics": ops.metrics,
 }
 
@@ -130,6 +132,7 @@ def create_app(
             host=settings.host,
             why="no token, and the translator is reachable beyond loopback: set STRAIT_TRANSLATOR_TOKEN",
         )
+    app.state.dr_actions = dr_api.DrActions(config)
     for family, router in _FAMILIES.items():
         if token_check.is_protected(family):
             app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))

@@ -24,6 +24,11 @@ class TokenCheck:
         self._token = token.encode() if token else None
         self.protected = protected if token else frozenset()
 
+    @property
+    def has_token(self) -> bool:
+        """True when a token is configured (the DR actions are off without one)."""
+        return self._token is not None
+
     def is_protected(self, endpoint: str) -> bool:
         """True if `endpoint` (a family name such as "failover") needs the token."""
         return endpoint in self.protected

@@ -7,7 +7,7 @@ from functools import partial
 
 from services.offset_translator.index import TranslatorIndex
 from shared.config import FlowConfig
-from shared.control.topic_names import STATUS_TOPIC
+from shared.control.topic_names import DR_TOPIC, STATUS_TOPIC
 from shared.errors import KafkaOperationError
 from shared.flow_context import FlowContext
 from shared.kafka.follow import RecordsHandler, TopicFollower
@@ -28,8 +28,8 @@ def _follower(
 
 
 def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_error: ErrorSink) -> list[TopicFollower]:
-    """Per flow: checkpoints and mirrored heartbeats on the target, offset syncs where they live; per target
-    cluster: the status topic."""
+    """Per flow: checkpoints, mirrored heartbeats and data-mirror's progress on the target, offset syncs where they
+    live; per target cluster: the status and DR topics."""
     followers: list[TopicFollower] = []
     status_clusters: set[str] = set()
     for config in flows:
@@ -60,12 +60,20 @@ def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_er
                 partial(index.on_heartbeat_records, flow.key),
                 on_error,
             ),
+            _follower(
+                target_props,
+                FlowContext.of(config).progress_topic,
+                flow.target,
+                partial(index.on_progress_records, flow.key),
+                on_error,
+            ),
         ]
         if flow.target not in status_clusters:
             status_clusters.add(flow.target)
-            followers.append(
+            followers += [
                 _follower(
                     target_props, STATUS_TOPIC, flow.target, partial(index.on_status_records, flow.target), on_error
-                )
-            )
+                ),
+                _follower(target_props, DR_TOPIC, flow.target, partial(index.on_dr_records, flow.target), on_error),
+            ]
     return followers

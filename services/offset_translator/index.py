@@ -20,10 +20,14 @@ from services.offset_translator.flows import FlowKey, ServedFlow
 from services.offset_translator.status_index import StatusIndex
 from shared.control.codec import decode_event
 from shared.control.events import ServiceStatus
+from shared.dr.records import decode_record
+from shared.dr.store import DrView
+from shared.errors import CodecError
 from shared.kafka.follow import FollowedRecord
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records.checkpoint import Checkpoint
 from shared.records.heartbeat import Heartbeat
+from shared.records.progress import Progress, ProgressKey, decode_progress_record
 from shared.records.reading import Decode, decoded
 from shared.replication_policy import ReplicationPolicy
 
@@ -51,6 +55,10 @@ class TranslatorIndex:
         self.records_skipped: Counter[str] = Counter()
         self._checkpoints_loaded: set[FlowKey] = set()
         self._topics: dict[str, TopicSnapshot] = {}
+        # data-mirror's latest committed position per partition (what a failover now would leave behind), and
+        # each target cluster's DR states and reports
+        self.progress: dict[FlowKey, dict[tuple[str, int], Progress]] = {key: {} for key in self.flows}
+        self.dr: dict[str, DrView] = {}
 
     # -- lookups ---------------------------------------------------------------------------------
     def cluster(self, alias: str) -> ReplicationPolicy:
@@ -160,6 +168,30 @@ class TranslatorIndex:
         for _, heartbeat in decoded(records, decode, skip, on_tombstone=skip):
             self.statuses.apply_heartbeat(flow, heartbeat.timestamp_ms)
         self.records_read["heartbeats"] += len(records)
+
+    def on_progress_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
+        """Keep each partition's latest progress of the flow (the topic may hold other flows' from the same source)."""
+        name = self.flows[flow].name
+        mine = self.progress[flow]
+        for record in records:
+            if record.key is None or record.value is None:
+                continue
+            try:
+                key = ProgressKey.decode(record.key)
+                if key.flow.replace(" ", "") == name:
+                    mine[(key.topic, key.partition)] = decode_progress_record(record.value)
+            except CodecError as exc:
+                self._skip("progress", record, str(exc))
+        self.records_read["progress"] += len(records)
+
+    def on_dr_records(self, cluster: str, records: Sequence[FollowedRecord]) -> None:
+        """Apply DR states and reports of one target cluster."""
+        view = self.dr.setdefault(cluster, DrView())
+        for record in records:
+            decoded = decode_record(record.value, offset=record.offset)
+            if decoded is not None:
+                view.apply(decoded)
+        self.records_read["dr"] += len(records)
 
     def _skip(self, kind: str, record: FollowedRecord, reason: str) -> None:
         self.records_skipped[kind] += 1

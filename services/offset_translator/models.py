@@ -6,15 +6,21 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.dr.records import DrReport, FlowDrState, RpoSummary
 from shared.flow_status import FlowStatus, InstanceSummary
 
 __all__ = [
     "ClusterList",
+    "DrCheck",
+    "DrFailbackRequest",
+    "DrFailoverRequest",
     "FailoverPartition",
     "FailoverRequest",
     "FailoverResult",
+    "FlowDr",
     "FlowInfo",
     "FlowList",
+    "FlowRpo",
     "FlowStatus",
     "GroupList",
     "GroupOffsets",
@@ -23,6 +29,7 @@ __all__ = [
     "InvalidInput",
     "OffsetTranslation",
     "PartitionOffset",
+    "PartitionRpo",
     "Problem",
     "StatusReport",
     "Topology",
@@ -188,3 +195,70 @@ class Health(BaseModel):
     status: Literal["ok", "unavailable"]
     loading: list[str] = Field(default_factory=list, description="topics not yet read to their end")
     last_error: str | None = None
+
+
+class PartitionRpo(BaseModel):
+    """One source partition: its copy position against the source's end as last seen."""
+
+    model_config = _Frozen
+    topic: str
+    partition: int
+    next_offset: int = Field(description="the first source offset not on the target")
+    end_offset: int | None = Field(description="the source's end as the copy task last saw it")
+    records: int | None = Field(description="records not yet on the target")
+    seconds: float | None = Field(description="age of the oldest record not yet on the target")
+    as_of_ms: int | None = Field(description="when the copy task committed this position")
+
+
+class FlowRpo(BaseModel):
+    """What a failover now would leave behind on the source: per topic (and per partition when asked)."""
+
+    flow: str
+    source: str
+    target: str
+    rpo: RpoSummary
+    partitions: list[PartitionRpo] | None = Field(default=None, description="with ?partitions=true")
+    groups_behind: int | None = Field(default=None, description="groups whose checkpoint is older than their commit")
+    group_rpo_max_s: float | None = Field(default=None, description="how much older, for the most-behind group")
+    dr_state: str | None = Field(default=None, description="failed-over or active, once a DR action ran")
+    note: str | None = None
+
+
+class FlowDr(BaseModel):
+    """A flow's durable DR state and its newest failover or failback report."""
+
+    flow: str
+    state: FlowDrState | None
+    last_report: DrReport | None
+
+
+class _DrRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dry_run: bool = Field(default=False, description="read everything, change nothing, return the plan")
+    timeout_s: float = Field(default=120.0, ge=1, le=3600, description="how long to wait for the copy to drain")
+    groups: str | None = Field(default=None, max_length=1000, description="only groups matching this regex")
+    ignore_producers: bool = Field(default=False, description="go on although producers wrote lately")
+    producers_quiet_s: float = Field(default=30.0, ge=0, le=86400)
+    allow_rewind: bool = Field(default=False, description="also move partitions where a group stands further")
+
+
+class DrFailoverRequest(_DrRequest):
+    """Fail the flow over: planned (drained to RPO 0, the source must answer) or unplanned."""
+
+    planned: bool | None = Field(default=None, description="null: planned when the source answers")
+
+
+class DrFailbackRequest(_DrRequest):
+    """Fail the flow back once its source answers again."""
+
+    tail: Literal["deliver", "skip"] = Field(
+        default="deliver", description="the old primary's un-mirrored tail: read by the groups, or gone past"
+    )
+
+
+class DrCheck(BaseModel):
+    """Could the flow fail over and back now? Nothing moves."""
+
+    flow: str
+    ready: bool
+    problems: list[str]

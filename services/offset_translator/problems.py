@@ -21,6 +21,7 @@ from services.offset_translator.errors import (
     UnauthorizedError,
 )
 from services.offset_translator.models import InvalidInput, Problem
+from shared.dr.failover import DrRefused
 from shared.errors import AuthorizationError, ConfigError, KafkaOperationError, StraitError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -33,6 +34,7 @@ _STATUS: tuple[tuple[type[StraitError], int, str], ...] = (
     (ForbiddenError, 403, "Forbidden"),
     (NotFoundError, 404, "Not found"),
     (ConflictError, 409, "Conflict"),
+    (DrRefused, 409, "Refused"),
     (NotReadyError, 503, "Not ready"),
     (ConfigError, 422, "Invalid input"),
     (AuthorizationError, 502, "Not authorized on the cluster"),

@@ -10,8 +10,8 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from shared.config.service_settings import CliFlag, ServiceSettings
 
-# Names of the endpoint families an operator may protect (`protected_endpoints`); `failover` always is.
-ENDPOINTS = ("flows", "offsets", "translate", "topology", "status", "metrics", "failover")
+# Names of the endpoint families an operator may protect (`protected_endpoints`); `failover` and `dr` always are.
+ENDPOINTS = ("flows", "offsets", "translate", "topology", "status", "rpo", "metrics", "failover", "dr")
 
 
 class TranslatorSettings(ServiceSettings):
@@ -100,8 +100,8 @@ class TranslatorSettings(ServiceSettings):
         return None
 
     def protected(self) -> frozenset[str]:
-        """Endpoint families that need the token (empty without a token); failover is always among them."""
+        """Endpoint families that need the token (empty without a token); failover and dr always are among them."""
         names = {name for name in self.protected_endpoints.split(",") if name}
         if "all" in names:
             names = set(ENDPOINTS)
-        return frozenset({*names, "failover"})
+        return frozenset({*names, "failover", "dr"})

@@ -82,7 +82,7 @@ def test_token_from_a_file(tmp_path: Path) -> None:
     token_file.write_text(f"{TOKEN}\n")
     settings = TranslatorSettings(config=Path("x"), translator_token=None, translator_token_file=token_file)
     assert settings.token() == TOKEN
-    assert settings.protected() == {"failover"}
+    assert settings.protected() == {"failover", "dr"}
 
 
 def test_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +90,7 @@ def test_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STRAIT_PROTECTED_ENDPOINTS", "translate, topology")
     settings = TranslatorSettings(config=Path("x"))
     assert settings.token() == TOKEN
-    assert settings.protected() == {"failover", "translate", "topology"}
+    assert settings.protected() == {"failover", "dr", "translate", "topology"}
 
 
 def test_bad_token_settings_are_config_errors(tmp_path: Path) -> None:
