@@ -2,11 +2,12 @@
 
 A is the primary, B the DR site; A->B and B->A are both configured, under the default policy and under
 IdentityReplicationPolicy with provenance headers. The link from A to data-mirror is narrow, so the copy lags a
-burst written just before A's broker is killed (-9): an unplanned failover goes on with what reached B and reports
-what it left behind. The applications move to B, the producer writes there, A comes back (a restarted data-mirror
-copies nothing A->B meanwhile), `strait failback` brings the applications back to A (B's records copied to A,
-A's un-mirrored tail reported, delivered or skipped), and a planned failover moves them to B once more. The end
-compares what every producer wrote with what the serving cluster holds and what the consumer read.
+burst written just before A's broker is killed (-9), which the consumer on A, fallen behind, has not read: an
+unplanned failover goes on with what reached B and reports what it left behind. The applications move to B, the
+producer writes there, A comes back (a restarted data-mirror copies nothing A->B meanwhile), `strait failback`
+brings the applications back to A (B's records copied to A, A's un-mirrored tail reported, delivered or skipped),
+and a planned failover moves them to B once more. The end compares what every producer wrote with what the serving
+cluster holds and what the consumer read.
 """
 
 from __future__ import annotations
@@ -144,14 +145,17 @@ def test_fail_over_fail_back_and_fail_over_again_loses_nothing(
         # The outage: A's link to the mirror narrows, a burst lands on A, A's broker dies while the copy lags.
         producer.hold()
         wait_until(lambda: _caught_up(a, b, policy), 120, "the copy to catch up before the outage")
+        # The consumer falls behind (it leaves, committing): the burst is A's records nobody read, the tail a
+        # failback delivers. A group that had read them on A keeps its position there (failback never rewinds).
+        time.sleep(QUIET_S)
+        consumer.stop()
+        reads += consumer.reads
         a.network.bandwidth(CAP_KIB_S)
         write_in_small_batches(a, [f"b{i:05d}".encode() for i in range(BURST_BEFORE_OUTAGE)])
         time.sleep(6)  # the mirror's fetches since the burst know its end
         a_end_at_outage = end_offsets(a.client_properties(), TOPIC)
         copied_at_outage = end_offsets(b.client_properties(), remote(policy, "A"))
         a.nodes[0].process.kill()
-        consumer.stop(cluster_gone=True)
-        reads += consumer.reads
 
         # Unplanned failover, after a dry run that must change nothing.
         before = _state(b)
@@ -222,7 +226,16 @@ def test_fail_over_fail_back_and_fail_over_again_loses_nothing(
         producer.move("A", a.client_properties())
         tail_values = _values_at(a, tail)
         if tail_choice == "deliver":
-            wait_until(lambda: tail_values <= {r.value for r in consumer.reads}, 180, "the tail delivered on A")
+            wait_until(
+                lambda: tail_values <= {r.value for r in consumer.reads},
+                180,
+                "the tail delivered on A",
+                lambda: (
+                    f"{len(tail_values - {r.value for r in consumer.reads})} of {len(tail_values)} tail records "
+                    f"unread; tail {tail}; group on A {_group_offsets(a)}; failback moved {back['groups_moved']}; "
+                    f"first reads {[(r.topic, r.partition, r.offset) for r in consumer.reads[:6]]}"
+                ),
+            )
         wait_until(lambda: sum(1 for r in consumer.reads if r.value.startswith(b"v")) > 200, 120, "reads on A")
 
         # A planned failover: the producer stops, the consumer leaves A, nothing is left behind.
