@@ -182,7 +182,7 @@ def reverse_positions(flow: FlowConfig, reverse: FlowConfig, targets: list[Group
     for target in targets:
         for (topic, partition), committed in sorted(commits.get(target.group, {}).items()):
             original = policy.upstream_topic(topic) if policy.topic_source(topic) == flow.target else None
-            if original is None:
+            if original is None or original == topic:  # one name on both sides: the checkpoint has placed it
                 continue
             syncs = syncs or reverse_reads.syncs()
             found = syncs.translate_upstream(original, partition, committed.offset)
