@@ -258,7 +258,11 @@ def test_fail_over_fail_back_and_fail_over_again_loses_nothing(
         wait_until(lambda: wanted <= set(reads_values(reads, consumer)), 180, "every record read")
         consumer.stop()
         after = [r.value for r in consumer.reads]
-        assert not set(after) & read_before, "the consumer read records twice across the planned failover"
+        twice = set(after) & read_before
+        assert not twice, (
+            f"the consumer read records twice across the planned failover: {_where_read(twice, reads, consumer)}; "
+            f"moved {planned['groups_moved']}"
+        )
         reads += consumer.reads
     finally:
         producer.stop()
@@ -274,6 +278,14 @@ def test_fail_over_fail_back_and_fail_over_again_loses_nothing(
     unread = set(final) - {r.value for r in reads} - (tail_values if tail_choice == "skip" else set())
     assert not unread, f"{len(unread)} written records were never read (first: {sorted(unread)[:3]})"
     assert set(producer.acked) <= set(final), "an acknowledged record is on neither cluster"
+
+
+def _where_read(values: set[bytes], reads: list[Read], consumer: ConsumerApp) -> str:
+    """Where some of `values` were read before and after, in which cluster, topic, partition and offset."""
+    sample = sorted(values)[:3]
+    before = [(r.cluster, r.topic, r.partition, r.offset, r.value[:6]) for r in reads if r.value in sample]
+    after = [(r.cluster, r.topic, r.partition, r.offset, r.value[:6]) for r in consumer.reads if r.value in sample]
+    return f"{len(values)} values; before {before}; after {after}"
 
 
 def _caught_up(a: KafkaCluster, b: KafkaCluster, policy: str) -> bool:
