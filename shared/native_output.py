@@ -21,8 +21,6 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from shared.log_repeats import RepeatLimiter
-
 # librdkafka: %<syslog level>|<seconds>|<facility>|<client.id>#<type>-<n>| <message> (Strait's client ids hold "|")
 _LIBRDKAFKA = re.compile(r"^%(\d)\|[\d.]+\|([A-Z0-9_]+)\|(.*?#[a-z]+-\d+)\|\s?(.*)$")
 # log4j's default pattern in Spark: yy/MM/dd HH:mm:ss LEVEL logger: message
@@ -103,22 +101,23 @@ def _syslog_level(level: int) -> int:
     return logging.DEBUG
 
 
-_repeats = RepeatLimiter()
-
-
-def log_native_line(line: str, repeats: RepeatLimiter = _repeats) -> None:
-    """Log one line of native output as a structlog event; librdkafka's identical lines once per window."""
+def log_native_line(line: str) -> None:
+    """Log one line of native output as a structlog event. Client-library lines (librdkafka's, and a Spark
+    worker's aiokafka lines) are limited per cause by the log handler's RepeatFilter, as in-process ones are."""
     if not line.strip():
         return
     parsed = parse_native_line(line)
-    fields = parsed.fields
-    if parsed.logger == "librdkafka":
-        left_out = repeats.admit((parsed.level, parsed.event, *sorted(fields.items())))
-        if left_out is None:
-            return
-        if left_out:
-            fields = {**fields, "repeated": left_out}
-    structlog.get_logger(parsed.logger).log(parsed.level, parsed.event, **fields)
+    structlog.get_logger(parsed.logger).log(parsed.level, parsed.event, **parsed.fields)
+
+
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is when a line is written (a live terminal view may swap it in and out)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 class NativeStderrRelay:
@@ -126,8 +125,13 @@ class NativeStderrRelay:
 
     def __init__(self) -> None:
         original = os.dup(2)
+        previous = sys.stderr
         # Python's own error output (tracebacks, faulthandler) keeps going straight to the original stderr.
         sys.stderr = io.TextIOWrapper(os.fdopen(original, "wb", buffering=0), write_through=True, errors="replace")
+        # A log handler writing to stderr (the CLI's) keeps writing there, not into the pipe it would read back.
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream is previous:
+                handler.setStream(_CurrentStderr())
         read_end, write_end = os.pipe()
         os.dup2(write_end, 2)
         os.close(write_end)

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from shared.log_repeats import RepeatFilter
+from shared.log_repeats import RepeatFilter, RepeatLimiter
 
 _SECRET_KEY = re.compile(r"pass(word)?|secret|token|jaas|credential|api[_.-]?key", re.IGNORECASE)
 _known_secrets: set[str] = set()
@@ -54,11 +54,15 @@ def _redacted(key: object, value: Any, depth: int = 0) -> Any:
     return value
 
 
-CLIENT_LOGGERS = ("aiokafka", "kafka")  # client libraries whose identical lines are written once per window
+# Client libraries (librdkafka's lines come through the native stderr relay): each cause is written once per window.
+CLIENT_LOGGERS = ("aiokafka", "kafka", "librdkafka")
 
 
-def configure_logging(service: str, level: str = "INFO", stream: TextIO | None = None) -> None:
-    """One JSON object per line on `stream` for structlog and every stdlib logger (aiokafka, uvicorn, py4j)."""
+def configure_logging(
+    service: str, level: str = "INFO", stream: TextIO | None = None, repeats: RepeatLimiter | None = None
+) -> None:
+    """One JSON object per line on `stream` for structlog and every stdlib logger (aiokafka, uvicorn, py4j);
+    client libraries' lines limited per cause by `repeats` (a fresh RepeatLimiter unless given)."""
 
     def add_service(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         event_dict.setdefault("service", service)  # in every thread, not only where the context was bound
@@ -88,11 +92,11 @@ def configure_logging(service: str, level: str = "INFO", stream: TextIO | None =
     )
     handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
-    handler.addFilter(RepeatFilter(CLIENT_LOGGERS))
+    handler.addFilter(RepeatFilter(CLIENT_LOGGERS, repeats))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in (*CLIENT_LOGGERS, "py4j", "uvicorn.access"):
+    for noisy in ("aiokafka", "kafka", "py4j", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     structlog.contextvars.bind_contextvars(service=service)
 

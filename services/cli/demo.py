@@ -30,6 +30,7 @@ from shared.errors import StraitError
 from shared.localkafka import KafkaCluster, kafka_classpath
 from shared.localkafka.jars import REPO_ROOT
 from shared.localkafka.ports import free_port
+from shared.native_output import relay_native_stderr
 
 SAMPLE_CONFIG = REPO_ROOT / "deploy" / "config" / "local-two-cluster.properties"
 READY_TIMEOUT_S = 240
@@ -101,6 +102,9 @@ class Demo:
         """Run until --duration, Ctrl-C or SIGTERM; 0 when everything started, replicated and stopped cleanly."""
         # Installed explicitly: a shell starts background jobs with SIGINT ignored, and Ctrl-C must still work.
         previous = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+        # The demo's own librdkafka clients (sample traffic, the status view's lookups) write to stderr; through
+        # the relay an outage is a line per cause a minute there, not ~20 a second over the status view.
+        relay_native_stderr()
         try:
             self._start()
             self._show()
