@@ -602,9 +602,10 @@ class BatchCopier:
             low, high = earliest.get(part.work.key), latest.get(part.work.key)
             if low is None or high is None or low <= fetching.position <= high:
                 continue  # not known, or no longer out of range (a leader caught up): the next fetch tells
-            fetching.position = part.skip_out_of_range(
-                fetching.position, low, high, to_latest=self.spec.reset_to_latest
-            )
+            resume = part.skip_out_of_range(fetching.position, low, high, to_latest=self.spec.reset_to_latest)
+            if resume < fetching.position:
+                self.hold(part)  # a reset backwards: fetched again once in flight answered (`_rewind_diverged`)
+            fetching.position = resume
 
     # -- what the target answered -----------------------------------------------------------------------
     def _take_landed(self) -> None:

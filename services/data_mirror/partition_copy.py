@@ -173,12 +173,16 @@ class PartitionCopy:
         where copying goes on, as `auto.offset.reset` says (MM2's consumer: earliest unless set to latest).
 
         Every record skipped is counted as expired with its range, never silently; a refusal waiting at a
-        skipped offset is dropped (that record is gone). A position past the end is a reset, not an expiry.
-        `position` is not moved here: records still in flight land first, and the task's idle-position step
-        moves it once the partition is settled."""
+        skipped offset is dropped (that record is gone). `position` is not moved here: records still in flight
+        land first. Forwards, the task's idle-position step moves it once the partition is settled. A position past
+        the end is a reset, not an expiry, and goes back: the log from `resume` on is not what was copied (made
+        again, or truncated with no epoch to say where), so it is handled as a divergence there, and the copier
+        rewinds once what is in flight answered; a restart before the copy passed the old position would
+        otherwise skip the new log's records up to it."""
         resume = high if to_latest else low
         if position > high:
             self.reset_from = position
+            self.diverge(resume)
         elif resume > position:
             self.expired += resume - position
             self.expired_from = position if self.expired_from is None else min(self.expired_from, position)

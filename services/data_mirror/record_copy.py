@@ -231,19 +231,27 @@ class RecordCopier:
                 f" below offset {position} (epoch {part.leader_epoch}); starting again from the committed position"
             )
         if diverged is not None:  # truncated under us (an unclean election): copy again from where it diverged
-            # What was sent before the truncation answers first, so no answer of it moves the partition past the
-            # divergence once it is copied again (the record at the divergence may be a marker, never delivered).
-            remaining = self.producer.flush(FLUSH_TIMEOUT_S)
-            if remaining or part.in_flight:
-                raise TaskFailed(f"{remaining} records not acknowledged within {FLUSH_TIMEOUT_S}s")
+            self._wait_in_flight(part)
             part.diverge(diverged)
             part.rewind()
             resume = diverged
         elif low <= position <= high:
             resume = position
+        elif position > high:  # a reset backwards (made again, or truncated with no epoch to say where)
+            self._wait_in_flight(part)
+            part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
+            part.rewind()  # the progress goes back with the copy: a restart must not skip the new log's records
+            resume = part.position
         else:
             resume = part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
         self.release(part, resume)
+
+    def _wait_in_flight(self, part: PartitionCopy) -> None:
+        """What was sent before a rewind answers first, so no answer of it moves the partition past where it goes
+        back to once that is copied again (the record there may be a marker, never delivered)."""
+        remaining = self.producer.flush(FLUSH_TIMEOUT_S)
+        if remaining or part.in_flight:
+            raise TaskFailed(f"{remaining} records not acknowledged within {FLUSH_TIMEOUT_S}s")
 
     def _diverged_below(self, part: PartitionCopy, position: int) -> tuple[bool, int | None]:
         """(answered, where the log diverged below `position` or None). Not answered: a look-up failed. Answered

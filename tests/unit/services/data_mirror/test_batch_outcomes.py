@@ -71,10 +71,13 @@ def _task() -> tuple[BatchCopier, PartitionCopy, Fetching]:
 
 
 def _commit_positions(task: BatchCopier) -> None:
-    """What the task loop's commit does before it writes progress: settled partitions move to the fetch position."""
+    """What the task loop's commit does to positions: settled partitions move to the fetch position, then each
+    partition's position becomes the one its progress record writes."""
     loop = TaskLoop(task.spec, None, task, task.clock)  # type: ignore[arg-type]
     loop.parts = task.parts
     loop._advance_idle_positions(task.positions())
+    for part in task.parts.values():
+        part.position = part.next_position()
 
 
 async def _copy(task: BatchCopier, part: PartitionCopy, fetching: Fetching, link: Any, stored: bytes, end: int) -> None:
@@ -614,3 +617,48 @@ async def test_fetches_wait_long_on_a_quiet_source_and_briefly_while_a_partition
     await task.step()
     assert held in fetcher.asked[-1]
     assert fetcher.long_polls[-1]
+
+
+class _ShrinkingFetcher(_LogFetcher):
+    """A source partition holding `stored` up to `end`; a fetch past `end` is answered OFFSET_OUT_OF_RANGE."""
+
+    def __init__(self, stored: bytes, end: int) -> None:
+        super().__init__(stored)
+        self.end = end
+
+    async def fetch(
+        self, _node: int, positions: Any, _limit: int, _lane: int = 0, *, long_poll: bool = False
+    ) -> dict[tuple[str, int], PartitionFetch]:
+        await asyncio.sleep(0.001)
+        end = self.end
+        return {
+            key: PartitionFetch(position, OFFSET_OUT_OF_RANGE, -1, -1, 0, [], b"")
+            if position > end
+            else PartitionFetch(position, 0, end, end, 0, [], self.stored if position < end else b"")
+            for key, position in positions.items()
+        }
+
+    def offset_bounds(self, keys: list[tuple[str, int]]) -> tuple[dict[Any, int], dict[Any, int]]:
+        return dict.fromkeys(keys, 0), dict.fromkeys(keys, self.end)
+
+
+@pytest.mark.asyncio
+async def test_a_source_log_made_shorter_under_a_batch_copy_moves_the_progress_back_with_the_copy() -> None:
+    """100 records copied; the topic is made again with 30 (no topic ids to tell): copying goes on at the log
+    start, and the position a commit writes goes back with it, so a restart before the new log passes 100 does not
+    skip its records."""
+    fetcher = _ShrinkingFetcher(stored_batch(0, 100), 100)
+    target = RecordingBroker()
+    task = _copier_between(fetcher, target, partitions=1)
+    task.clients = fetcher  # type: ignore[assignment]
+    part = task.parts[KEY]
+    await _steps_until(task, lambda: part.acked == 99, 200)
+    _commit_positions(task)
+    assert part.next_position() == 100
+
+    fetcher.stored, fetcher.end = stored_batch(0, 30), 30
+    await _steps_until(task, lambda: len(target.written) == 130 and task._link.producer.idle(), 200)
+    _commit_positions(task)
+    assert target.written[100:] == [f"k{offset}".encode() for offset in range(30)], "the new log, once, in order"
+    assert part.next_position() == 30
+    assert part.report().reset_from == 100

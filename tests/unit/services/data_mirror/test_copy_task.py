@@ -474,6 +474,36 @@ def test_a_topic_made_again_under_a_running_task_is_copied_from_its_start_not_ta
     assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)], "all 30, from the start"
 
 
+def test_a_source_log_made_shorter_under_a_running_task_moves_its_progress_back_so_a_restart_skips_none() -> None:
+    """A topic deleted and made again with 30 records (brokers without topic ids) while 80 of the old one were
+    copied: copying goes on at the new log start, and the committed position goes back with it. A restart once the
+    new log has passed 80 goes on at 30; at the old position it would never copy the new records 30..79."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 80)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+
+    def make_again() -> None:
+        del cluster.log("orders", 0)[:]
+        _fill(cluster, 0, 30, start=2000)
+
+    clients.handover_requested = _out_of_range_at_80(cluster, clients, make_again, copied=110)
+    assert task_loop(_spec(1), clients).run().error is None
+    assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 30
+
+    _fill(cluster, 0, 70, start=3000)  # the new log grows past the old position before the next task starts
+    again = fake_clients(
+        cluster,
+        FakeProducer(cluster),
+        progress_topic=PROGRESS,
+        flow=FLOW,
+        handover=_until(lambda: len(cluster.log("A.orders", 0)) >= 180, limit_s=2),
+    )
+    assert task_loop(_spec(1, generation=2), again).run().error is None
+    assert _values(cluster, 0)[80:] == [r.value for r in cluster.log("orders", 0)], "every new record, once"
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 100
+
+
 def test_a_flow_with_a_filter_copies_the_kept_records_in_order_and_its_syncs_place_each_after_a_gap() -> None:
     """Tombstones dropped by Filter+RecordIsTombstone: the target gets the others in order; the offset syncs
     place the first record after each gap afresh (as after compaction), and the position passes the dropped
