@@ -635,13 +635,17 @@ class BatchCopier:
     def _refused(self, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
         """A batch of several records is sent again record by record; a single refused record stops the partition.
 
-        Either way the partition starts again from the refused batch: what was queued behind it is dropped."""
+        Either way the partition starts again from the refused batch: what was queued behind it is dropped. A stop
+        further on (a corrupt batch, a refusal) may already hold the partition: it is fetched again all the same, up
+        to that stop, or it would wait for a retry that is due only once everything before the stop is copied."""
         fetching = self.fetching[part.work.key]
         fetching.position = upstream[0]
         self._link.producer.resume(part.work.remote_key)
         if len(upstream) > 1:
             fetching.one_by_one_until = max(fetching.one_by_one_until, upstream[-1])
             part.reencoded_reason = f"refused as a batch: {landed.message}"
+            if part.paused and part.held_at is not None and part.held_at > upstream[0] and part.diverged_at is None:
+                part.paused = False
             return
         where = f"writing {part.work.remote_topic}-{part.work.partition}"
         part.refuse(upstream[0], f"{landed.message} ({where})")

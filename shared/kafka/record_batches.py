@@ -142,17 +142,25 @@ def read_batches(message_set: bytes | memoryview) -> list[SourceBatch]:
                 )
             )
         else:  # v0/v1: a wrapper message holds its inner messages; its offset is the last inner one's
-            batches.append(_legacy_batch(raw))
+            batches.append(_legacy_batch(raw, batches[-1].next_offset if batches else 0))
         position = end
     return batches
 
 
-def _legacy_batch(raw: memoryview) -> SourceBatch:
+def _legacy_batch(raw: memoryview, after: int) -> SourceBatch:
+    """A v0/v1 message (set); `after` is where the batch before it in the fetch ended (0 for the first)."""
     wrapper = LegacyRecordBatch(bytes(raw), raw[_MAGIC_AT])
     if not wrapper.validate_crc():
-        base_offset = struct.unpack_from(">q", raw)[0]
+        # A compressed wrapper's offset is its last inner record's, and where its first is cannot be read from
+        # damaged bytes (nor whether it is compressed): it starts right after the batch before it at the latest,
+        # so a copy stopped there skips none of its records (the first batch of a fetch: at the fetch position).
+        last_offset = struct.unpack_from(">q", raw)[0]
         return SourceBatch(
-            raw=raw, base_offset=base_offset, last_offset=base_offset, magic=raw[_MAGIC_AT], corrupt="CRC-32 mismatch"
+            raw=raw,
+            base_offset=min(after, last_offset),
+            last_offset=last_offset,
+            magic=raw[_MAGIC_AT],
+            corrupt="CRC-32 mismatch",
         )
     records = list(wrapper)
     offsets = [record.offset for record in records]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from services.data_mirror.batch_copy import BatchCopier, Fetching
 from services.data_mirror.partition_copy import Clock, PartitionCopy
@@ -642,6 +643,14 @@ class _ShrinkingFetcher(_LogFetcher):
         return dict.fromkeys(keys, 0), dict.fromkeys(keys, self.end)
 
 
+def _copier_of(fetcher: _LogFetcher, target: RecordingBroker) -> BatchCopier:
+    """A batch copier of one partition whose target takes batches up to 1 MB (the source's batches go as they are)."""
+    task = _copier_between(fetcher, target, partitions=1)
+    part = task.parts[KEY]
+    part.work = dataclasses.replace(part.work, max_record_bytes=1_000_000)
+    return task
+
+
 @pytest.mark.asyncio
 async def test_a_source_log_made_shorter_under_a_batch_copy_moves_the_progress_back_with_the_copy() -> None:
     """100 records copied; the topic is made again with 30 (no topic ids to tell): copying goes on at the log
@@ -649,7 +658,7 @@ async def test_a_source_log_made_shorter_under_a_batch_copy_moves_the_progress_b
     skip its records."""
     fetcher = _ShrinkingFetcher(stored_batch(0, 100), 100)
     target = RecordingBroker()
-    task = _copier_between(fetcher, target, partitions=1)
+    task = _copier_of(fetcher, target)
     task.clients = fetcher  # type: ignore[assignment]
     part = task.parts[KEY]
     await _steps_until(task, lambda: part.acked == 99, 200)
@@ -662,3 +671,78 @@ async def test_a_source_log_made_shorter_under_a_batch_copy_moves_the_progress_b
     assert target.written[100:] == [f"k{offset}".encode() for offset in range(30)], "the new log, once, in order"
     assert part.next_position() == 30
     assert part.report().reset_from == 100
+
+
+def _damaged(raw: bytes) -> bytes:
+    """`raw` with one bit of its last byte flipped: its checksum no longer matches."""
+    out = bytearray(raw)
+    out[-1] ^= 0x01
+    return bytes(out)
+
+
+async def _refused_behind_a_stop(
+    stored: bytes, end: int, stop: Any, written: int
+) -> tuple[BatchCopier, RecordingBroker]:
+    """A batch copy of `stored` whose first Produce (the batch at 0, as it is) the target refuses with -1, while
+    `stop(part)` has the partition stop further on; stepped until the target holds `written` records (or for long
+    enough that it would have)."""
+    fetcher = _ShrinkingFetcher(stored, end)
+    target = RecordingBroker()
+    target.script.append(UNKNOWN_SERVER_ERROR)
+    task = _copier_of(fetcher, target)
+    stop(task.parts[KEY])
+    await _steps_until(task, lambda: len(target.written) >= written and task._link.producer.idle(), 1000)
+    _commit_positions(task)
+    return task, target
+
+
+@pytest.mark.asyncio
+async def test_a_batch_refused_as_a_whole_before_a_corrupt_one_is_sent_again_and_the_partition_waits_at_it() -> None:
+    """The fetch brought a batch and a damaged one after it: the partition stopped at the damage when the target
+    refused the first batch as a whole. That batch is sent again record by record; the partition then waits at the
+    damaged batch and reads it again when its retry is due, instead of stalling before the refused batch for good."""
+    stored = stored_batch(0, 100) + _damaged(stored_batch(100, 100))
+    task, target = await _refused_behind_a_stop(stored, 200, lambda part: None, 100)
+    part = task.parts[KEY]
+    assert target.written == [f"k{offset}".encode() for offset in range(100)], "the refused batch, once, in order"
+    assert (part.next_position(), part.refused_at) == (100, 100)
+    task.clock.now_ms = part.retry_at_ms
+    assert part.retry_due(), "the damaged batch is read again once its retry is due"
+
+
+@pytest.mark.asyncio
+async def test_a_batch_refused_as_a_whole_before_an_earlier_tasks_refusal_is_sent_again_up_to_it() -> None:
+    """An earlier task stopped at 150 (its retry not due): the copy goes up to it and stops there, and the target
+    then refuses the batch at 0 as a whole. It is sent again, and the partition waits at 150 again."""
+    stored = stored_batch(0, 100) + stored_batch(100, 100)
+    task, target = await _refused_behind_a_stop(
+        stored, 200, lambda part: part.wait_at(150, "MESSAGE_TOO_LARGE", int(time.time() * 1000)), 150
+    )
+    part = task.parts[KEY]
+    assert target.written == [f"k{offset}".encode() for offset in range(150)], "up to the refused record, once"
+    assert (part.next_position(), part.refused_at) == (150, 150)
+    task.clock.now_ms = part.retry_at_ms
+    assert part.retry_due()
+
+
+@pytest.mark.asyncio
+async def test_a_corrupt_compressed_legacy_message_set_stops_its_partition_at_its_first_record() -> None:
+    """A v1 wrapper holding offsets 10..19 (gzip) fails its CRC: its offset is its last inner record's, but the
+    partition must wait before the first one, where its retry reads the wrapper again and nothing is skipped."""
+    wrapper = LegacyRecordBatchBuilder(1, 1, 1 << 20)  # magic 1, gzip
+    for index in range(10):
+        wrapper.append(index, 1_000 + index, f"k{10 + index}".encode(), b"v" * 20)
+    legacy = bytearray(wrapper.build())
+    struct.pack_into(">q", legacy, 0, 19)  # as the broker stores it: the wrapper at its last inner offset
+    stored = stored_batch(0, 10) + _damaged(bytes(legacy))
+    fetcher = _ShrinkingFetcher(stored, 20)
+    target = RecordingBroker()
+    task = _copier_of(fetcher, target)
+    part = task.parts[KEY]
+    await _steps_until(task, lambda: part.acked == 9 and task._link.producer.idle(), 100)
+    _commit_positions(task)
+    assert target.written == [f"k{offset}".encode() for offset in range(10)]
+    assert (part.next_position(), part.refused_at) == (10, 10)
+    assert "corrupt record batch on the source at orders-0 offset 10" in (part.failure or "")
+    task.clock.now_ms = part.retry_at_ms
+    assert part.retry_due()
