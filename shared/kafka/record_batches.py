@@ -31,6 +31,8 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from aiokafka.record.legacy_records import LegacyRecordBatch
 from crc32c import crc32c
 
+from shared.kafka.byte_headers import read_records, write_batch
+
 _HEADER = struct.Struct(
     ">q"  # base offset
     "i"  # length (of what follows this field)
@@ -261,7 +263,7 @@ class SourceRecord:
     timestamp: int | None  # None: message format v0 had none (the target's producer time is used)
     key: bytes | None
     value: bytes | None
-    headers: Sequence[tuple[str, bytes | None]]
+    headers: Sequence[tuple[str | bytes, bytes | None]]  # a key not UTF-8 stays bytes (`byte_headers`)
 
 
 def records_of(batch: SourceBatch, from_offset: int = 0) -> list[SourceRecord]:
@@ -272,15 +274,20 @@ def records_of(batch: SourceBatch, from_offset: int = 0) -> list[SourceRecord]:
     else:
         decoded = LegacyRecordBatch(raw, batch.magic)
     records = []
-    for record in decoded:
-        if record.offset >= from_offset:
-            headers = getattr(record, "headers", None) or []
-            records.append(SourceRecord(record.offset, record.timestamp, record.key, record.value, headers))
+    try:
+        for record in decoded:
+            if record.offset >= from_offset:
+                headers = getattr(record, "headers", None) or []
+                records.append(SourceRecord(record.offset, record.timestamp, record.key, record.value, headers))
+    except UnicodeDecodeError:  # a header key that is not UTF-8 (v2 only: older formats have no headers)
+        return [SourceRecord(*fields) for fields in read_records(raw) if fields[0] >= from_offset]
     return records
 
 
 def encode_records(records: Sequence[SourceRecord], compression: int) -> TargetBatch:
     """A v2 batch for the target holding `records` back to back (offset deltas 0..n-1), no producer yet."""
+    if any(isinstance(name, bytes) for record in records for name, _ in record.headers):
+        return TargetBatch.of(write_batch([(r.timestamp, r.key, r.value, r.headers) for r in records], compression))
     builder = DefaultRecordBatchBuilder(2, compression, 0, NO_PRODUCER_ID, -1, -1, UNLIMITED_BATCH_BYTES)
     for index, record in enumerate(records):
         builder.append(index, record.timestamp, record.key, record.value, list(record.headers))

@@ -167,3 +167,22 @@ def test_a_batch_whose_bytes_do_not_match_its_crc_is_marked_corrupt_and_the_othe
     assert first.corrupt is None
     assert second.corrupt is not None
     assert "CRC-32C" in second.corrupt
+
+
+def test_a_header_key_that_is_not_utf8_is_read_and_re_encoded_with_its_bytes_intact() -> None:
+    """Kafka allows any bytes as a header key (non-Java producers write such keys): a batch that must be
+    re-encoded (merged, log-append time, compacted) keeps them, in any codec, instead of failing to decode."""
+    stored = _batch(10, 3, offsets=[0, 1, 3])  # every record's headers: ("h", b"x"), ("n", None)
+    raw = bytearray(stored.replace(b"\x02h\x02x", b"\x02\xff\x02x"))  # the key "h" becomes the byte 0xff
+    struct.pack_into(">I", raw, 17, calc_crc32c(bytes(raw[21:])))
+    (batch,) = read_batches(bytes(raw))
+    records = records_of(batch, 11)
+    assert [(r.offset, r.key, list(r.headers)) for r in records] == [
+        (11, b"k11", [(b"\xff", b"x"), (b"n", None)]),
+        (13, b"k13", [(b"\xff", b"x"), (b"n", None)]),
+    ]
+    for codec in (0, LZ4):
+        (again,) = read_batches(bytes(encode_records(records, codec)))
+        assert [(r.key, list(r.headers), r.timestamp) for r in records_of(again)] == [
+            (r.key, list(r.headers), r.timestamp) for r in records
+        ]
