@@ -28,12 +28,15 @@ from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed
 from services.data_mirror.work import TaskSpec
 from shared.errors import CodecError
+from shared.kafka.byte_headers import undecodable_header
 from shared.kafka.cluster_errors import TOPIC_GONE
 from shared.records.provenance import PROVENANCE_HEADER, Provenance, provenance_of
 
 CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
 UNKNOWN_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # brokers before Kafka 2.8 have no topic ids: all zeros
+# confluent-kafka reads and writes header keys as str: such a record cannot be copied record by record
+NOT_UTF8_HEADER = "a header key that is not UTF-8: copying record by record (confluent-kafka) cannot write it"
 LEADER_MOVED = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
 
 
@@ -94,7 +97,15 @@ class RecordCopier:
             epoch = msg.leader_epoch()
             if epoch is not None:  # the epoch of the position, as a truncation check asks it (an older one misleads)
                 part.leader_epoch = epoch
-            key, value, headers = msg.key(), msg.value(), msg.headers()
+            try:
+                headers = msg.headers()
+            except (UnicodeDecodeError, SystemError) as exc:
+                if not undecodable_header(exc):
+                    raise
+                part.refuse(offset, NOT_UTF8_HEADER)  # stops this partition only, reported and retried later
+                self.hold(part)
+                continue
+            key, value = msg.key(), msg.value()
             timestamp = msg.timestamp()[1]
             if reshaped:
                 kept = self._transformed(part, offset, key, value, headers, timestamp)

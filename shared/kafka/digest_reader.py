@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, TopicPartition
 
+from shared.kafka.byte_headers import undecodable_header
 from shared.kafka.factories import confluent_consumer
 from shared.kafka.partition_reader import next_messages
 from shared.verify.align import Entry
@@ -28,6 +29,10 @@ _READ_SETTINGS = {
     "auto.offset.reset": "error",  # a start below the log start (retention meanwhile) fails the read, never skips
     "fetch.wait.max.ms": 10,  # the broker answers at once at a partition's end: partitions are read one by one
 }
+
+
+# What a record's headers digest as when confluent-kafka cannot read them (a header key that is not UTF-8)
+UNREADABLE_HEADERS: tuple[tuple[str, bytes], ...] = (("<header key not UTF-8>", b""),)
 
 
 class ReadStalled(TimeoutError):
@@ -87,8 +92,14 @@ class PartitionEntries:
                     if offset >= end:
                         position = end
                         break
-                    key, value, headers = message.key(), message.value(), message.headers()
-                    header_tuple = tuple(headers) if headers else ()
+                    key, value = message.key(), message.value()
+                    try:
+                        headers = message.headers()
+                        header_tuple = tuple(headers) if headers else ()
+                    except (UnicodeDecodeError, SystemError) as exc:
+                        if not undecodable_header(exc):
+                            raise
+                        header_tuple = UNREADABLE_HEADERS  # the same on both sides: key, value, time still compared
                     counter.records += 1
                     counter.bytes += len(key or b"") + len(value or b"") + sum(len(v or b"") for _, v in header_tuple)
                     yield Entry(offset, hash((key, value, message.timestamp()[1], header_tuple)))

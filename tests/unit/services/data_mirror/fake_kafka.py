@@ -27,6 +27,7 @@ class Record:
     headers: list[tuple[str, bytes]] | None = None
     committed: bool = True
     corrupt: bool = False  # its batch fails the consumer's CRC check
+    key_not_utf8: bool = False  # a header key confluent-kafka cannot decode (it takes keys for UTF-8 text)
 
 
 class FakeMessage:
@@ -60,6 +61,11 @@ class FakeMessage:
         return self._record.value
 
     def headers(self) -> list[tuple[str, bytes]] | None:
+        if self._record.key_not_utf8:  # as confluent-kafka 2.16 fails: its C code returns with the error set
+            cause = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+            raise SystemError(
+                "<method 'headers' of 'cimpl.Message' objects> returned a result with an exception set"
+            ) from cause
         return self._record.headers
 
     def timestamp(self) -> tuple[int, int]:

@@ -183,6 +183,25 @@ def test_a_corrupt_source_batch_is_read_again_at_each_retry_without_failing_the_
     assert (progress.next_offset, progress.report and progress.report.blocked_offset) == (20, 20)
 
 
+def test_a_record_whose_header_key_is_not_utf8_stops_only_its_partition_and_is_reported() -> None:
+    """confluent-kafka cannot read (nor write) a header key that is not UTF-8: the record is refused for its
+    partition, which waits there, reported; the task does not fail, and the slot's other partitions keep copying."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 20)
+    cluster.log("orders", 0).append(Record(b"k20", b"v", 1, [("h", b"v")], key_not_utf8=True))  # offset 20
+    _fill(cluster, 0, 5, start=21)
+    _fill(cluster, 1, 40)
+    _, error = _run(cluster, _spec(), FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 1)) == 40))
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)[:20]], "all before it, once"
+    assert _values(cluster, 1) == [r.value for r in cluster.log("orders", 1)], "the other partition kept flowing"
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert progress.next_offset == 20
+    assert progress.report is not None
+    assert progress.report.blocked_offset == 20
+    assert "not UTF-8" in (progress.report.blocked_reason or "")
+
+
 def test_a_record_the_broker_refuses_is_caught_from_its_delivery_report() -> None:
     cluster = FakeCluster()
     _fill(cluster, 0, 30)
