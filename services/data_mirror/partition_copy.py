@@ -74,6 +74,11 @@ class PartitionCopy:
     # one past the position tells since when the oldest record not yet copied has been there (`behind_since`)
     ends_seen: deque[tuple[int, int]] = field(default_factory=deque)
     behind_since_ms: int | None = None  # as of the last commit
+    # Why the source cannot be read now (no leader, topic not found): the task looks again and releases it
+    source_hold: str | None = None
+    source_hold_at: int | None = None  # where reading goes on once it can
+    source_held_since_ms: int | None = None
+    reported_blocked: bool = False  # the last report said blocked: the next one is written even when quiet
 
     def __post_init__(self) -> None:
         self.deliver = self.on_delivery
@@ -145,6 +150,19 @@ class PartitionCopy:
         the partition waits there like a refused record and reads it again after the retry interval."""
         where = f"{self.work.source_topic}-{self.work.partition}"
         self.refuse(offset, f"corrupt record batch on the source at {where} offset {offset}: {what}")
+
+    def hold_on_source(self, reason: str, offset: int) -> None:
+        """The source cannot be read at `offset` now (no leader, topic not found): held, reported as blocked on
+        the source, and looked at again by the task (the other partitions copy meanwhile)."""
+        if self.source_held_since_ms is None:
+            self.source_held_since_ms = int(self.clock.now_ms)
+        self.source_hold, self.source_hold_at = reason, offset
+
+    def source_released(self) -> int:
+        """The source answers again: where reading goes on."""
+        offset = self.position if self.source_hold_at is None else self.source_hold_at
+        self.source_hold = self.source_hold_at = self.source_held_since_ms = None
+        return offset
 
     def wait_at(self, offset: int, reason: str, since_ms: int) -> None:
         """A refusal an earlier task committed: copy up to it, then wait until its retry is due."""
@@ -237,7 +255,11 @@ class PartitionCopy:
 
     def report(self, syncs_failed: int = 0, read_errors: int = 0, behind_since_ms: int | None = None) -> CopyReport:
         """What happened since the last progress record; resets the counters."""
-        blocked_offset = self.refused_at
+        blocked_offset, reason, since, blocked_on = self.refused_at, self.failure, self.blocked_since_ms, None
+        if blocked_offset is None and self.source_hold is not None:
+            blocked_offset = self.next_position() if self.source_hold_at is None else self.source_hold_at
+            reason, since, blocked_on = self.source_hold, self.source_held_since_ms, "source"
+        self.reported_blocked = blocked_offset is not None
         acked = self.acked_records
         report = CopyReport(
             records=self.records,
@@ -252,8 +274,9 @@ class PartitionCopy:
             expired_to=self.expired_to,
             reset_from=self.reset_from,
             blocked_offset=blocked_offset,
-            blocked_reason=self.failure if blocked_offset is not None else None,
-            blocked_since_ms=self.blocked_since_ms if blocked_offset is not None else None,
+            blocked_reason=reason if blocked_offset is not None else None,
+            blocked_since_ms=since if blocked_offset is not None else None,
+            blocked_on=blocked_on,
             syncs=self.syncs_sent,
             syncs_failed=syncs_failed,
             read_errors=read_errors,

@@ -190,8 +190,12 @@ class HandoverWatch:
             self._consumer.close()
 
 
+LEADERLESS = frozenset({KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION})
+
+
 def offset_bounds(admin: AdminClient, keys: list[tuple[str, int]]) -> Bounds:
-    """(earliest, latest) offsets; partitions of topics that no longer exist are left out, other failures raise."""
+    """(earliest, latest) offsets; partitions of topics that no longer exist or without a leader now are left out
+    (the task holds them and asks again), other failures raise."""
     tps = [TopicPartition(topic, partition) for topic, partition in keys]
     return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
 
@@ -206,6 +210,6 @@ def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> di
             found[(tp.topic, tp.partition)] = int(future.result(timeout=LOOKUP_TIMEOUT_S).offset)
         except KafkaException as exc:
             error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if error is None or error.code() not in TOPIC_GONE:
-                raise
+            if error is None or not (error.code() in TOPIC_GONE or error.code() in LEADERLESS or error.retriable()):
+                raise  # a partition without a leader now is left out too: its task holds it and asks again
     return found

@@ -40,6 +40,12 @@ from shared.records.progress import Progress, ProgressKey, encode_progress
 
 HANDOVER_CHECK_S = 0.25
 ABANDON_TIMEOUT_S = 10  # a failed task gives its open transaction this long to abort
+SOURCE_LOOK_AGAIN_S = 5.0  # how often partitions held on the source (no leader, topic not found) are looked at
+NO_SOURCE_OFFSETS = "the source gave no offsets for it (no leader, or the topic not found): looked at again"
+EPOCH_NOT_ANSWERED = (
+    "no source leader said where the leader epoch of the committed position ends (a truncated log cannot be told"
+    " apart): asked again"
+)
 
 _log = structlog.get_logger("data-mirror.task")
 
@@ -79,6 +85,8 @@ class TaskLoop:
         self.sync_budget = SyncBudget()
         self.progress_error: str | None = None
         self.start_phases: dict[str, float] = {}  # seconds per start-up step, logged once copying begins
+        self.unplaced: dict[PartitionKey, Progress | None] = {}  # held before their start was known
+        self.next_source_look = 0.0
 
     def run(self) -> TaskResult:
         """Start, copy until a hand-over is requested, commit; on failure abort what is uncommitted."""
@@ -108,6 +116,9 @@ class TaskLoop:
             with self._phase("open"):
                 await self.copier.open()
                 self.copier.assign(self.parts)
+                for part in self.parts.values():
+                    if part.source_hold is not None:
+                        self.copier.hold(part)
             self._begin()
             _log.info(
                 "task_copying",
@@ -133,20 +144,24 @@ class TaskLoop:
         with self._phase("offsets"):
             earliest, latest = self.clients.offset_bounds(keys)
         for work in self.spec.partitions:
-            if work.key not in earliest or work.key not in latest:
-                continue  # the topic is gone from the source: the driver's next refresh drops it
-            low, high = earliest[work.key], latest[work.key]
             progress = committed.get(work.key)
             committed_at = None if progress is None else progress.next_offset
             # With syncs off a tracker queues none (so it asks for no commit); it still counts the jumps.
             room = MAX_PENDING_SYNCS if self.spec.emit_offset_syncs else 0
             tracker = SyncTracker(self.spec.offset_lag_max, max_pending=room, budget=self.sync_budget)
-            part = PartitionCopy(work, committed_at, low, tracker, self.clock)
+            part = PartitionCopy(work, committed_at, committed_at or 0, tracker, self.clock)
+            self.parts[work.key] = part
+            if work.key not in earliest or work.key not in latest:
+                # No leader now, or the topic is gone (the driver's next refresh drops it): held, not failing the
+                # slot's other partitions, and looked at again
+                self.unplaced[work.key] = progress
+                part.hold_on_source(NO_SOURCE_OFFSETS, part.position)
+                continue
+            low, high = earliest[work.key], latest[work.key]
             part.end_offset = high
             self._place(part, progress, low, high)
-            self.parts[work.key] = part
         with self._phase("epochs"):
-            self._check_epochs(earliest)
+            self._check_epochs(earliest, [key for key in self.parts if key not in self.unplaced])
 
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -157,22 +172,21 @@ class TaskLoop:
         finally:
             self.start_phases[name] = time.monotonic() - began
 
-    def _check_epochs(self, log_starts: dict[PartitionKey, int]) -> None:
+    def _check_epochs(self, log_starts: dict[PartitionKey, int], keys: list[PartitionKey]) -> set[PartitionKey]:
         """A log truncated under a committed position while no task ran (an unclean leader election): each source
         leader is asked where the committed position's leader epoch ends now (KIP-320, one request per leader);
         an end before the position is where the log diverged, and copying starts again there. A position past
-        the log end that did not diverge is reset as auto.offset.reset says; one no leader answered for fails the
-        task, which starts again (a guess could copy twice or skip)."""
+        the log end that did not diverge is reset as auto.offset.reset says; one no leader answered for is held
+        (a guess could copy twice or skip) and asked again later, while the other partitions copy."""
         asked = {
-            key: (part.leader_epoch, part.position) for key, part in self.parts.items() if part.leader_epoch is not None
+            key: (part.leader_epoch, part.position)
+            for key in keys
+            if (part := self.parts[key]).leader_epoch is not None
         }
         found = diverged_below(self.clients, asked)
-        unanswered = sorted(set(asked) - set(found))
-        if unanswered:
-            raise TaskFailed(
-                f"no source leader said where the leader epoch of the committed position ends for {len(unanswered)}"
-                f" partitions (first {unanswered[0][0]}-{unanswered[0][1]}): a truncated log cannot be told apart"
-            )
+        for key in sorted(set(asked) - set(found)):
+            part = self.parts[key]
+            part.hold_on_source(EPOCH_NOT_ANSWERED, part.position)
         for key, diverged in found.items():
             part = self.parts[key]
             if diverged is not None:
@@ -180,6 +194,7 @@ class TaskLoop:
             elif part.end_offset is not None and part.position > part.end_offset:
                 part.reset_from = part.position
                 part.position = part.end_offset if self.spec.reset_to_latest else log_starts[key]
+        return set(asked) - set(found)
 
     def _place(self, part: PartitionCopy, progress: Progress | None, low: int, high: int) -> None:
         """Where `part` starts: its committed position, unless the topic was made again or the source moved."""
@@ -203,7 +218,9 @@ class TaskLoop:
         if start == progress.next_offset:
             part.leader_epoch = progress.leader_epoch  # checked before the first fetch
         report = progress.report
-        if report is not None and report.blocked_offset is not None and report.blocked_offset >= start:
+        if report is None or report.blocked_on == "source":
+            return  # held on the source: looked at afresh
+        if report.blocked_offset is not None and report.blocked_offset >= start:
             since = report.blocked_since_ms or int(self.clock.now_ms)
             part.wait_at(report.blocked_offset, report.blocked_reason or "refused by the target", since)
 
@@ -259,6 +276,7 @@ class TaskLoop:
         self._write_syncs(final=final)
         self._retry_refused()
         if not final:
+            self._look_at_source()
             self._begin()
 
     def _raise_client_errors(self) -> None:
@@ -307,6 +325,8 @@ class TaskLoop:
                 and part.dropped == 0
                 and part.reset_from is None
                 and part.refused_at is None
+                and part.source_hold is None
+                and not part.reported_blocked
             )
             if quiet and position == part.committed and part.end_offset == part.reported_end:
                 continue
@@ -370,6 +390,35 @@ class TaskLoop:
         for part in self.parts.values():
             if part.retry_due():
                 self.copier.release(part, part.release())
+
+    def _look_at_source(self) -> None:
+        """Partitions held on the source (no leader, topic not found, an epoch not answered) are looked at again:
+        each the source gives offsets (and, for a committed position, its epoch's end) for is read again."""
+        held = [key for key, part in self.parts.items() if part.source_hold is not None and part.paused]
+        if not held or time.monotonic() < self.next_source_look:
+            return
+        self.next_source_look = time.monotonic() + SOURCE_LOOK_AGAIN_S
+        try:
+            earliest, latest = self.clients.offset_bounds(held)
+        except Exception as exc:  # the source still does not answer: held, asked again later
+            _log.info("source_still_unavailable", flow=self.spec.flow, partitions=len(held), error=describe(exc))
+            return
+        answered = [key for key in held if key in earliest and key in latest]
+        to_check = []
+        for key in answered:
+            part = self.parts[key]
+            part.end_offset = latest[key]
+            if key in self.unplaced:
+                self._place(part, self.unplaced.pop(key), earliest[key], latest[key])
+                to_check.append(key)
+            elif part.source_hold == EPOCH_NOT_ANSWERED:
+                to_check.append(key)
+        still = self._check_epochs(earliest, to_check)
+        for key in answered:
+            if key not in still:
+                part = self.parts[key]
+                self.copier.release(part, part.position if key in to_check else part.source_released())
+                part.source_released()
 
     def _abandon(self) -> None:
         """After a failure: abort an open transaction; nothing uncommitted counts."""

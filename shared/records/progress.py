@@ -61,6 +61,9 @@ class CopyReport:
     blocked_offset: int | None = None  # the record the target refuses; nothing at or after it is copied
     blocked_reason: str | None = None
     blocked_since_ms: int | None = None
+    # "source": the source cannot be read there now (no leader, topic not found) and is looked at again; None: the
+    # target refuses the record at `blocked_offset` (or it is corrupt on the source) until its retry
+    blocked_on: str | None = None
     syncs: int = 0
     syncs_failed: int = 0
     read_errors: int = 0  # retriable errors the task's source consumer reported (librdkafka retries them)
