@@ -588,7 +588,10 @@ class BatchCopier:
         if code == TOPIC_AUTHORIZATION_FAILED:
             raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
         elif code in TOPIC_GONE and not self._link.fetcher.knows(part.work.source_topic):
-            self.hold(part)  # deleted on the source: the driver's next refresh drops it
+            # deleted on the source (the driver's next refresh drops it), or not known for a moment: held, reported,
+            # and looked at again by the task loop
+            part.hold_on_source("topic not found on the source: looked at again", fetching.position)
+            self.hold(part)
         else:  # a leader moved, a replica is behind: new metadata, then the next fetch
             self.read_errors += 1
             self._refresh()

@@ -214,7 +214,12 @@ class RecordCopier:
             self._corrupt_on_source(part, None, error.str())
             return
         if error.code() in TOPIC_GONE and part is not None:
-            self.hold(part)  # deleted on the source: the driver's next refresh drops it
+            # deleted on the source (the driver's next refresh drops it), or not known for a moment: held, reported,
+            # and looked at again by the task loop
+            part.hold_on_source(
+                "topic not found on the source: looked at again", max(part.fetched_next, part.next_position())
+            )
+            self.hold(part)
             return
         raise KafkaException(error)
 
@@ -229,7 +234,8 @@ class RecordCopier:
         earliest, latest = self.clients.offset_bounds([part.work.key])  # (failing: the task starts again)
         low, high = earliest.get(part.work.key), latest.get(part.work.key)
         if low is None or high is None:
-            self.hold(part)  # the topic is gone: the driver's next refresh drops it
+            part.hold_on_source("topic not found on the source: looked at again", position)
+            self.hold(part)  # the topic is gone, or not known for a moment: looked at again
             return
         # Past the end, or reported truncated although the new leader has written past the position since: only
         # the epoch tells whether the records below the position are still those copied.

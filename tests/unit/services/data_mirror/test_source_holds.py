@@ -14,7 +14,9 @@ from services.data_mirror.task_entry import task_loop
 from shared.records.progress import CopyReport, ProgressKey, decode_progress_record
 from tests.unit.services.data_mirror.fake_kafka import (
     FakeCluster,
+    FakeMessage,
     FakeProducer,
+    Record,
     fake_clients,
 )
 from tests.unit.services.data_mirror.test_copy_task import FLOW, PROGRESS, _fill, _spec, _until, _values
@@ -123,3 +125,20 @@ def test_offset_bounds_leave_out_a_partition_without_a_leader_instead_of_failing
     earliest, latest = offset_bounds(_Admin(), [KEY0, KEY1])  # type: ignore[arg-type]
     assert earliest == {KEY0: 7}
     assert latest == {KEY0: 7}
+
+
+def test_a_partition_held_as_topic_gone_is_released_when_the_topic_is_there_and_reported_while_held() -> None:
+    cluster = FakeCluster()
+    _fill(cluster, 0, 40)
+    _fill(cluster, 1, 40)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    gone = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, "unknown topic", fatal=False)
+    clients.consumer.errors.append(FakeMessage("orders", 1, 0, Record(None, None, 0, None), error=gone))
+    clients.handover_requested = _until(lambda: len(cluster.log("A.orders", 1)) == 40)
+    assert task_loop(_spec(2), clients).run().error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
+    assert _values(cluster, 1) == [r.value for r in cluster.log("orders", 1)], "released: the topic is there"
+    held = _blocked_on_source(cluster, KEY1)
+    assert held, "reported as blocked on the source while held"
+    assert "topic" in (held[0].blocked_reason or "")
+    assert _reports_of(cluster, KEY1)[-1].blocked_offset is None
