@@ -19,15 +19,17 @@ from shared.errors import KafkaOperationError
 from shared.flow_context import FlowContext
 from shared.kafka.topic_admin import TopicAdmin
 from shared.kafka.topics import ROLLED_COMPACTED
-from shared.kafka.transaction_listing import transactional_ids
+from shared.kafka.transaction_listing import TransactionsNotListable, transactional_ids
 from shared.kafka.transactions import fence_transactional_ids
 from shared.progress_store import load_progress
+from shared.retry import Backoff, retriable_strait_error, retry_blocking
 
 _log = structlog.get_logger(__name__)
 DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default
 BATCH_HEADROOM_BYTES = 512  # record-batch header and per-record framing
 LIMITS_REFRESH_S = 60
 FALLBACK_SLOTS = 8  # fenced when the target cannot list its transactions: slots beyond it stay as they are
+LIST_RETRY_S = 60.0  # how long a retriable listing error (a coordinator loading after a restart) is tried again
 
 
 @dataclass(frozen=True)
@@ -124,13 +126,33 @@ class FlowRuntime:
         Each task fences its own slot when it starts; this also covers slots a previous run had and this one does
         not (a run with more slots, however many), found by listing the target's transactional ids, so the
         progress topic reads to its end now and no open transaction holds read_committed readers back.
+
+        Only a broker without ListTransactions (Kafka < 3.0) falls back to the first FALLBACK_SLOTS slots; a
+        retriable error (a coordinator loading after a restart, a broker away) is tried again for LIST_RETRY_S,
+        and any other failure stops the flow's start: a guess could leave zombies of a larger run unfenced.
         """
         slots = tasks
+        target = self.flow.target
         try:
-            known = transactional_ids(self.flow.target_admin_props(), cluster=self.flow.target)
-        except KafkaOperationError as exc:  # a broker without ListTransactions (Kafka < 3.0)
+            known = retry_blocking(
+                lambda: transactional_ids(self.flow.target_admin_props(), cluster=target),
+                backoff=Backoff(1.0, 10.0),
+                within_s=LIST_RETRY_S,
+                retry_on=retriable_strait_error,
+                on_failure=lambda exc, wait: _log.info(
+                    "transactions_listing_retried", flow=self.flow.name, error=str(exc), retry_in_s=wait
+                ),
+            )
+        except TransactionsNotListable as exc:
             _log.warning("transactions_not_listed", flow=self.flow.name, error=str(exc), fenced_slots=FALLBACK_SLOTS)
             known, slots = set(), max(tasks, FALLBACK_SLOTS)
+        except KafkaOperationError as exc:
+            raise KafkaOperationError(
+                f"exactly-once: cannot list the transactional ids on {target} to fence earlier tasks ({exc}); not"
+                " starting, as a zombie of an earlier run could commit duplicates",
+                operation="list transactions",
+                retriable=exc.retriable,
+            ) from exc
         ids = {mirror_transactional_id(self.flow.name, slot) for slot in range(slots)}
         ids |= {tid for tid in known if is_mirror_transactional_id(self.flow.name, tid)}
         fence_transactional_ids(self.flow.target_producer_props(), sorted(ids), cluster=self.flow.target)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from aiokafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
 from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
@@ -19,6 +20,16 @@ from shared.errors import KafkaOperationError
 from shared.kafka.factories import aio_client
 
 LIST_TIMEOUT_S = 30
+UNSUPPORTED_VERSION = 35  # the broker does not know ListTransactions (Kafka < 3.0)
+# Worth another try: the coordinator is loading its log after a restart, or moving
+COORDINATOR_BUSY = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+
+
+class TransactionsNotListable(KafkaOperationError):
+    """The broker does not support ListTransactions: the caller may only guess which ids to fence."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, operation="list transactions", retriable=False)
 
 
 class ListTransactionsResponse_v0(Response):  # type: ignore[misc]  # (Kafka's names, as aiokafka spells them)
@@ -70,13 +81,19 @@ async def list_transactional_ids(props: Mapping[str, str], *, cluster: str) -> s
         found: set[str] = set()
         for broker in client.cluster.brokers():
             response = await client.send(broker.nodeId, ListTransactionsRequest())
-            if response.error_code:
+            code = response.error_code
+            if code == UNSUPPORTED_VERSION:
+                raise TransactionsNotListable(f"{cluster}: broker {broker.nodeId} does not support ListTransactions")
+            if code:
                 raise KafkaOperationError(
-                    f"{cluster}: broker {broker.nodeId} answered ListTransactions with error {response.error_code}",
+                    f"{cluster}: broker {broker.nodeId} answered ListTransactions with error {code}",
                     operation="list transactions",
+                    retriable=code in COORDINATOR_BUSY,
                 )
             found.update(state[0] for state in response.transaction_states)
         return found
+    except (IncompatibleBrokerVersion, UnsupportedVersionError) as exc:
+        raise TransactionsNotListable(f"{cluster}: the broker does not support ListTransactions: {exc!r}") from exc
     except (AioKafkaError, OSError, TimeoutError) as exc:
         raise KafkaOperationError(
             f"{cluster}: listing transactions failed: {exc!r}", operation="list transactions"
