@@ -84,6 +84,9 @@ class FlowAudit:
         """Verify what the mirror copied since the last round, up to the byte budget."""
         for key, progress in self._progress_follower.poll():
             self._copied[key] = progress.next_offset
+            watched = self._watched.get(key)
+            if watched is not None and progress.next_offset < watched.source_next:
+                self._rewind(key, watched, progress.next_offset)
         due = self._due()
         if due:  # (the mirror has copied, so its offset-syncs topic exists)
             self._syncs = SyncIndex.of_more(self._syncs, self._syncs_reader, self.limits.timeout_s)
@@ -110,6 +113,12 @@ class FlowAudit:
                 continue
             due.append(key)
         return due
+
+    def _rewind(self, key: tuple[str, int], watched: _Watched, offset: int) -> None:
+        """The mirror's progress went back (a divergence rewind, a topic made again): it copies from `offset`
+        again, into a target log the audit has not read, so the audit verifies again from there."""
+        self._skip_to(key, watched, offset)
+        watched.deferred_at = watched.unplaced_at = None
 
     def _skip_to(self, key: tuple[str, int], watched: _Watched, offset: int) -> None:
         watched.source_next, watched.target_next = offset, None
