@@ -1,7 +1,8 @@
 """`strait verify`: compare each source partition with its remote copy, record by record, and say what was lost.
 
-Exit 0 when nothing was lost, 3 when any record is missing or altered (1: could not verify, 2: bad config), so a
-script can tell "lost data" from "could not look".
+Exit 0 when nothing was lost, 3 when any record is missing or altered, 4 when nothing was lost but the target holds
+records no source record explains (another producer wrote into the mirror's topic: split brain); 1: could not
+verify, 2: bad config. So a script can tell "lost data" and "foreign data" from "could not look".
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from shared.verify.findings import OffsetRange, PartitionFindings
 from shared.verify.flow_check import FlowVerification, VerifyScope, verify_flow
 
 EXIT_LOST = 3
+EXIT_UNEXPECTED = 4
 ROWS_SHOWN_ALWAYS = 50  # up to this many partitions every row is shown; beyond it only those with findings
 
 
@@ -78,14 +80,15 @@ def _details(finding: PartitionFindings) -> str:
 def render(result: FlowVerification) -> RenderableType:
     """A title with the totals, a row per partition (with findings, when there are many), then notes."""
     totals = result.totals
-    verdict = ("LOST", "red") if totals.lost else ("ok", "green")
+    verdict = ("LOST", "red") if totals.lost else ("UNEXPECTED", "red") if totals.unexpected else ("ok", "green")
     rate = f"{totals.bytes_read / 2**20 / totals.cpu_s:.0f} MiB per CPU second" if totals.cpu_s > 0 else ""
     title = Text.assemble(
         (result.flow, "bold"),
         "  ",
         verdict,
         f"  partitions {totals.partitions}  verified {totals.verified:,}  missing {totals.missing:,}"
-        f"  altered {totals.altered:,}  read {totals.bytes_read / 2**20:,.1f} MiB in {totals.wall_s:.1f}s  {rate}",
+        f"  altered {totals.altered:,}  unexpected {totals.unexpected:,}"
+        f"  read {totals.bytes_read / 2**20:,.1f} MiB in {totals.wall_s:.1f}s  {rate}",
     )
     table = Table(title=title, title_justify="left")
     for column in (
@@ -143,7 +146,7 @@ def register(app: typer.Typer) -> None:
         timeout_s: Annotated[float, typer.Option("--timeout", min=1, help="seconds a read may stall")] = 60.0,
         as_json: JsonOption = False,
     ) -> None:
-        """Compare every source partition with its remote copy record by record; exit 3 if any was lost."""
+        """Compare each source partition with its remote copy record by record; exit 3 if any was lost, 4 if foreign."""
         with one_line_errors(as_json):
             require(config, "give --config FILE")
             assert config is not None
@@ -170,3 +173,5 @@ def register(app: typer.Typer) -> None:
             stdout_console().print(Group(*(render(result) for result in results)))
         if any(result.totals.lost for result in results):
             raise typer.Exit(EXIT_LOST)
+        if any(result.totals.unexpected for result in results):
+            raise typer.Exit(EXIT_UNEXPECTED)

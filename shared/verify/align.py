@@ -18,7 +18,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -75,12 +75,14 @@ class _Aligner:
         recent: Iterable[Entry] = (),
         *,
         bounded: bool = False,
+        later: Collection[int] | None = None,
     ) -> None:
         self._source = source
         self._frame = frame
         self._locate = locate
         self._window = window
         self._bounded = bounded  # one range of a longer watch: a target record copied after the range ends it
+        self._later = later  # digests of the source's records after the range, when it ends at the source's end
         self._exhausted = False
         self._last_read = frame.source_from - 1  # the offset of the last source entry read
         self._ahead: deque[Entry] = deque()  # source entries read, not yet matched or passed over
@@ -239,6 +241,8 @@ class _Aligner:
             return True
         self._close_gone()
         if predicted is not None and predicted >= self._frame.source_to:
+            if self._later is not None and not self._bounded and entry.digest not in self._later:
+                self._unexpected(entry.offset)  # past the source's end and a copy of nothing: another producer's
             return not self._bounded  # copied after the range verified: outside the check, or the next range's
         if self._search(entry.digest, predicted):
             if self._bounded and self._beyond(entry.digest):
@@ -387,9 +391,15 @@ def align(
     *,
     locate: Locate = lambda _offset: None,
     window: int = WINDOW_DEFAULT,
+    later: Collection[int] | None = None,
 ) -> Alignment:
-    """Compare `source` (entries from `frame.source_from` to `frame.source_to`) with `target`, both in order."""
-    aligner = _Aligner(iter(source), frame, locate, window)
+    """Compare `source` (entries from `frame.source_from` to `frame.source_to`) with `target`, both in order.
+
+    `later`: when the range ends at the source's end, the digests of the records the source gained since (the
+    mirror may have copied them before the target's end was read); a target record the syncs place after the
+    range that is none of them is unexpected. None: the range ends before the source does, what follows is
+    outside the check."""
+    aligner = _Aligner(iter(source), frame, locate, window, later=later)
     for entry in target:
         aligner.target(entry)
     return aligner.finish()

@@ -102,11 +102,15 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
             (remotes[topic], partition) for topic, partition in wanted if partition in remote_partitions[topic]
         ]
         target_marks = committed_watermarks(flow.target_admin_props(), on_target, timeout_s=scope.timeout_s)
+        # The source's ends again: what it gained meanwhile the mirror may have copied before the target's ends.
+        source_now = committed_watermarks(flow.source_admin_props(), wanted, timeout_s=scope.timeout_s)
         findings: list[PartitionFindings] = []
         for topic, partition in wanted:
             if on_partition is not None:
                 on_partition(f"{topic}-{partition}")
-            check = _PartitionCheck(topic, partition, remotes[topic], source_marks[(topic, partition)])
+            check = _PartitionCheck(
+                topic, partition, remotes[topic], source_marks[(topic, partition)], source_now[(topic, partition)][1]
+            )
             findings.append(
                 check.run(source, target, scope, target_marks.get((check.remote, partition)), syncs, positions)
             )
@@ -155,6 +159,7 @@ class _PartitionCheck:
     partition: int
     remote: str
     source_marks: tuple[int, int]
+    source_end_now: int  # the source's end once the target's was read
 
     def run(
         self,
@@ -183,12 +188,16 @@ class _PartitionCheck:
         if start > low and (down := locate.downstream_before(start)) is not None:
             target_start = max(target_low, down)
         frame = Frame(log_start=low, source_from=start, source_to=end, copied_to=copied_to)
+        later = None  # a range ending before the source's end: what the target holds after it is not checked
+        if end == high:
+            later = {entry.digest for entry in source.entries(topic, partition, high, self.source_end_now)}
         result = align(
             source.entries(topic, partition, start, end),
             target.entries(remote, partition, target_start, target_high),
             frame,
             locate=locate,
             window=scope.window,
+            later=later,
         )
         return PartitionFindings(
             topic,

@@ -39,3 +39,26 @@ def test_the_table_names_lost_ranges_and_altered_offsets() -> None:
     assert "LOST" in text
     assert "missing at 100-129" in text
     assert "altered (source->target) 300->270" in text
+
+
+def test_records_from_no_source_make_the_title_say_so_and_verify_exit_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from services.cli import verify as verify_module
+
+    finding = PartitionFindings(
+        "orders", 0, "A.orders", 0, 100, 0, 101, verified=100, unexpected=1, unexpected_offsets=[100]
+    )
+    result = FlowVerification("A->B", [finding], VerifyTotals.of([finding], records_read=201, cpu_s=0.1, wall_s=0.1))
+    monkeypatch.setattr(verify_module, "load_mm2_config", lambda _path: None)
+    monkeypatch.setattr(verify_module, "selected_flows", lambda *_a, **_k: [object()])
+    monkeypatch.setattr(verify_module, "verify_flow", lambda _flow, _scope: result)
+    app = typer.Typer()
+    verify_module.register(app)
+    app.command("other")(lambda: None)  # two commands: `verify` is named on the command line
+    ran = CliRunner().invoke(app, ["verify", "--config", "mm2.properties"], env={"COLUMNS": "250"})
+    assert ran.exit_code == 4, ran.output
+    assert "UNEXPECTED" in ran.output
+    assert "unexpected 1" in ran.output
+    assert "unexpected at target 100" in ran.output

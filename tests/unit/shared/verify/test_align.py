@@ -215,3 +215,14 @@ def test_a_tail_the_target_does_not_hold_yet_can_wait_for_the_next_range() -> No
     settled = align_range(records, target, frame_, locate=lambda _t: None, window=100, defer=False)
     assert settled.found.missing.finish() == [OffsetRange(6, 9, 4)]
     assert settled.next_source_offset == 10
+
+
+def test_a_record_another_producer_appended_after_the_last_copy_is_unexpected() -> None:
+    """Split brain: the mirror copied 0..99, then an application wrote into the remote topic. The newest sync
+    places that record after the source's end: no source record explains it."""
+    records = source(0, 100)
+    target = [*copied(records), Entry(100, 5)]
+    found = align(records, target, frame(), locate=lambda _t: (0, 0), later=set())
+    assert (found.verified, found.unexpected, found.unexpected_offsets) == (100, 1, [100])
+    copied_meanwhile = align(records, copied(source(0, 101)), frame(), locate=lambda _t: (0, 0), later={1100})
+    assert (copied_meanwhile.verified, copied_meanwhile.unexpected) == (100, 0)  # a later source record's copy
