@@ -463,15 +463,21 @@ class MirrorDriver:
                     "or its log was truncated under it (an unclean leader election)"
                 ),
             )
-        self._apply_block(state, report.blocked_offset, report.blocked_reason)
+        self._apply_block(state, report.blocked_offset, report.blocked_reason, report.blocked_on)
         mine.partition_blocked.set(1 if state.blocked_at is not None else 0)
         if state.records_behind is not None:
             mine.records_behind.set(state.records_behind)
 
-    def _apply_block(self, state: PartitionState, offset: int | None, reason: str | None) -> None:
+    def _apply_block(
+        self, state: PartitionState, offset: int | None, reason: str | None, blocked_on: str | None
+    ) -> None:
+        """Log and count a partition that started waiting; a hold on the source (no leader, the topic not found) is
+        not a record the target refused, and says so."""
         if offset is not None and state.blocked_at != offset:
-            _log.error(
-                "record_refused_partition_stopped",
+            held_on_source = blocked_on == "source"
+            emit = _log.warning if held_on_source else _log.error
+            emit(
+                "partition_held_on_source" if held_on_source else "record_refused_partition_stopped",
                 flow=state.flow,
                 topic=state.source_topic,
                 partition=state.partition,
@@ -479,7 +485,7 @@ class MirrorDriver:
                 reason=reason,
                 remote_topic=state.remote_topic,
             )
-            self.metrics.errors.labels(state.flow, "record_refused").inc()
+            self.metrics.errors.labels(state.flow, "source_held" if held_on_source else "record_refused").inc()
             self.last_error = f"{state.source_topic}-{state.partition} offset {offset}: {reason}"
         elif offset is None and state.blocked_at is not None:
             _log.info("partition_resumed", flow=state.flow, topic=state.source_topic, partition=state.partition)
