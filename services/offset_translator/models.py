@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shared.dr.failover import group_pattern
 from shared.dr.records import DrReport, FlowDrState, RpoSummary
+from shared.errors import ConfigError
 from shared.flow_status import FlowStatus, InstanceSummary
 
 __all__ = [
@@ -240,6 +242,15 @@ class _DrRequest(BaseModel):
     ignore_producers: bool = Field(default=False, description="go on although producers wrote lately")
     producers_quiet_s: float = Field(default=30.0, ge=0, le=86400)
     allow_rewind: bool = Field(default=False, description="also move partitions where a group stands further")
+
+    @field_validator("groups")
+    @classmethod
+    def _a_regex(cls, groups: str | None) -> str | None:
+        try:
+            group_pattern(groups)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from exc
+        return groups
 
 
 class DrFailoverRequest(_DrRequest):

@@ -12,7 +12,6 @@ again: its data-mirror resumes at its committed position, so the tail reaches B 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import structlog
 
 from shared.config import FlowConfig
 from shared.dr.drain import Drain, drain_copy_and_checkpoints
-from shared.dr.failover import DrRefused, new_report_id, reachable, recent_producers, selected
+from shared.dr.failover import DrRefused, group_pattern, new_report_id, quiet_producers, reachable, selected
 from shared.dr.flow_reads import FlowReads, GroupCheckpoints, PartitionKey, provenance_at
 from shared.dr.group_moves import GroupMover, GroupTarget, Position
 from shared.dr.positions import TailChoice, back_to_source
@@ -31,7 +30,7 @@ from shared.errors import CodecError
 from shared.filters import DefaultGroupFilter
 from shared.kafka.end_offsets import listed_watermarks
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
-from shared.kafka.partition_reader import read_offsets
+from shared.kafka.partition_reader import each_record
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records.provenance import Provenance, provenance_of
 
@@ -59,6 +58,7 @@ class _Tail:
     ranges: dict[PartitionKey, list[tuple[int, int]]]
     ends: dict[PartitionKey, int]  # where A's own records past the point end (the skip position)
     copied_back: int
+    starts: dict[PartitionKey, int]  # each partition's log start on A: no group is placed before it
 
 
 def point_key(point: PartitionPoint) -> PartitionKey:
@@ -89,9 +89,10 @@ def _came_from(headers: Sequence[tuple[str, bytes | None]], cluster: str) -> boo
         return False
 
 
-def _tail(reads: FlowReads, points: list[PartitionPoint], shared_names: bool, other: str) -> _Tail:
+def _tail(reads: FlowReads, points: list[PartitionPoint], shared_names: bool, other: str, timeout_s: float) -> _Tail:
     """A's records past each failover point. Under one name on both sides (IdentityReplicationPolicy) B->A's copies
-    land in the same partitions: each record is read and told apart by its provenance; otherwise all are A's."""
+    land in the same partitions: each record is read (within `timeout_s`, keeping only its offset and whether it is
+    A's own) and told apart by its provenance; otherwise all are A's."""
     keys = [(p.topic, p.partition) for p in points]
     marks = reads.source_marks(keys)
     ranges: dict[PartitionKey, list[tuple[int, int]]] = {}
@@ -107,17 +108,19 @@ def _tail(reads: FlowReads, points: list[PartitionPoint], shared_names: bool, ot
             ranges[key] = [(point.source_offset, end)]
             ends[key] = end
             continue
-        found = read_offsets(
-            reads.flow.source_consumer_props(), point.topic, {point.partition: (point.source_offset, end)},
-            timeout_s=reads.timeout_s,
-        )[point.partition]  # fmt: skip
-        flagged = [(record.offset, not _came_from(record.headers, other)) for record in found]
+        flagged = [
+            (record.offset, not _came_from(record.headers, other))
+            for _, record in each_record(
+                reads.flow.source_consumer_props(), point.topic, {point.partition: (point.source_offset, end)},
+                timeout_s=timeout_s,
+            )
+        ]  # fmt: skip
         copied_back += sum(1 for _, own in flagged if not own)
         runs = _own_runs(flagged)
         if runs:
             ranges[key] = runs
         ends[key] = runs[-1][1] if runs else point.source_offset
-    return _Tail(ranges, ends, copied_back)
+    return _Tail(ranges, ends, copied_back, {key: start for key, (start, _end) in marks.items()})
 
 
 def _back_positions(
@@ -155,8 +158,11 @@ def _back_positions(
                 offset, how = origin.offset, "provenance"
             else:
                 offset, how = back_to_source(
-                    syncs, point, committed.offset, tail=options.tail, tail_end=tail.ends.get(key, point.source_offset)
-                )
+                    syncs, point, committed.offset, tail=options.tail, tail_end=tail.ends.get(key, point.source_offset),
+                    log_start=tail.starts.get(key, 0),
+                )  # fmt: skip
+                if how == "log-start":
+                    notes.append(f"group {group} {point.topic}-{partition}: its position is gone on {source}")
             target.positions[key] = Position(offset, how, committed.metadata)
         elif forward is not None:
             key = (forward.topic, forward.partition)
@@ -197,17 +203,12 @@ def fail_back(flow: FlowConfig, reverse: FlowConfig | None, options: FailbackOpt
     if reverse_state is not None and reverse_state.stopped:
         raise DrRefused(f"{reverse.name} is failed over itself (report {reverse_state.report_id})")
     reads, reverse_reads = FlowReads(flow), FlowReads(reverse)
-    pattern = re.compile(options.groups) if options.groups else None
+    pattern = group_pattern(options.groups)
     group_filter = DefaultGroupFilter(reverse.settings.groups, reverse.settings.groups_exclude)
     partitions = reverse_reads.source_partitions()
-    producers = recent_producers(reverse_reads, partitions, options.producers_quiet_s, started)
-    if producers and not options.ignore_producers:
-        first = producers[0]
-        raise DrRefused(
-            f"{len(producers)} producer(s) wrote to {flow.target} within {options.producers_quiet_s:.0f}s (first: "
-            f"producer {first.producer_id} on {first.topic}-{first.partition}, {first.age_s}s ago): stop them, or "
-            "--ignore-producers"
-        )
+    producers, producer_notes = quiet_producers(
+        reverse_reads, partitions, options.producers_quiet_s, started, ignore=options.ignore_producers
+    )
     drained = drain_copy_and_checkpoints(
         Drain(reverse_reads, partitions, lambda group: selected(group, pattern, group_filter)),
         timeout_s=options.timeout_s,
@@ -215,7 +216,7 @@ def fail_back(flow: FlowConfig, reverse: FlowConfig | None, options: FailbackOpt
     if drained.problem is not None:
         raise DrRefused(f"{reverse.name} not drained within {options.timeout_s:.0f}s: {drained.problem}")
     shared_names = reads.context.topics.policy.format_remote_topic("x", "t") == "t"
-    tail = _tail(reads, failover.points, shared_names, flow.target)
+    tail = _tail(reads, failover.points, shared_names, flow.target, options.timeout_s)
     copied_back = tail.copied_back if shared_names else _records_on(reverse_reads)
     syncs = reads.syncs()
     reverse_checkpoints = reverse_reads.checkpoints()
@@ -223,7 +224,8 @@ def fail_back(flow: FlowConfig, reverse: FlowConfig | None, options: FailbackOpt
     admin = GroupAdmin.connect(flow.target, flow.target_admin_props(), timeout_s=reads.timeout_s)
     groups = [g for g in admin.list_groups().states if selected(g, pattern, group_filter)]
     commits, errors = admin.committed_offsets(groups) if groups else ({}, {})
-    targets, notes = [], [f"could not read group {g} on {flow.target}: {e}" for g, e in sorted(errors.items())]
+    targets = []
+    notes = producer_notes + [f"could not read group {g} on {flow.target}: {e}" for g, e in sorted(errors.items())]
     for group, offsets in sorted(commits.items()):
         target, said = _back_positions(
             group, offsets, points, syncs, reverse_checkpoints, reverse_reads, tail, options, flow.source

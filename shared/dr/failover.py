@@ -29,7 +29,7 @@ from shared.dr.group_moves import GroupMover, GroupTarget, Position
 from shared.dr.records import DrReport, FlowDrState, PartitionPoint, ProducerSeen
 from shared.dr.rpo import PartitionLag, summarize
 from shared.dr.store import DrStore
-from shared.errors import StraitError
+from shared.errors import ConfigError, KafkaOperationError, StraitError
 from shared.filters import DefaultGroupFilter
 from shared.flow_status import STALE_AFTER_S_DEFAULT
 from shared.kafka.group_offsets import GroupAdmin
@@ -79,6 +79,38 @@ def reachable(props: dict[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> str 
 
 def selected(group: str, pattern: re.Pattern[str] | None, group_filter: DefaultGroupFilter) -> bool:
     return group_filter.should_replicate_group(group) and (pattern is None or pattern.fullmatch(group) is not None)
+
+
+def group_pattern(groups: str | None) -> re.Pattern[str] | None:
+    """The operator's `--groups` regex, compiled; ConfigError naming it when it is not one."""
+    if not groups:
+        return None
+    try:
+        return re.compile(groups)
+    except re.error as exc:
+        raise ConfigError(f"--groups {groups!r} is not a regular expression: {exc}") from exc
+
+
+def quiet_producers(
+    reads: FlowReads, partitions: list[tuple[str, int]], quiet_s: float, now_ms: int, *, ignore: bool
+) -> tuple[list[ProducerSeen], list[str]]:
+    """The producers that wrote to the flow's source partitions within `quiet_s`, and notes; DrRefused while there
+    are any, or when they cannot be listed (an old broker, no permission), unless `ignore`."""
+    cluster = reads.flow.source
+    try:
+        producers = recent_producers(reads, partitions, quiet_s, now_ms)
+    except KafkaOperationError as exc:
+        if ignore:
+            return [], [f"producers on {cluster} not listed: {exc}"]
+        raise DrRefused(f"could not list the producers on {cluster}: {exc}; --ignore-producers goes on") from exc
+    if producers and not ignore:
+        first = producers[0]
+        raise DrRefused(
+            f"{len(producers)} producer(s) wrote to {cluster} within {quiet_s:.0f}s (first: producer "
+            f"{first.producer_id} on {first.topic}-{first.partition}, {first.age_s}s ago): stop them, or "
+            "--ignore-producers"
+        )
+    return producers, []
 
 
 def recent_producers(
@@ -205,28 +237,32 @@ def fail_over(flow: FlowConfig, options: FailoverOptions, reverse: FlowConfig | 
             f"{flow.name} failed over already (report {state.report_id}); `strait failback --flow {flow.name}` "
             "brings it back"
         )
+    unfinished = state is not None and state.stopped  # stopped by a failover that wrote no report: finish it
+    if unfinished and options.planned:
+        raise DrRefused(
+            f"{flow.name} is stopped by a failover that did not finish ({state.report_id if state else ''}): its "
+            "copy no longer runs, so a planned drain cannot end; run without --planned to finish it"
+        )
     down = reachable(flow.source_admin_props())
-    planned = options.planned if options.planned is not None else down is None
+    planned = options.planned if options.planned is not None else (down is None and not unfinished)
     if planned and down is not None:
         raise DrRefused(
             f"a planned failover needs the source: {down}; --unplanned goes on with what reached {flow.target}"
         )
-    pattern = re.compile(options.groups) if options.groups else None
+    pattern = group_pattern(options.groups)
     group_filter = DefaultGroupFilter(flow.settings.groups, flow.settings.groups_exclude)
     report_id = new_report_id(started)
     notes: list[str] = []
+    if unfinished:
+        notes.append(f"finishes the failover begun as {state.report_id if state else ''} (its copy already stopped)")
     producers: list[ProducerSeen] = []
     source_ends = None
     if planned:
         partitions = reads.source_partitions()
-        producers = recent_producers(reads, partitions, options.producers_quiet_s, started)
-        if producers and not options.ignore_producers:
-            first = producers[0]
-            raise DrRefused(
-                f"{len(producers)} producer(s) wrote to {flow.source} within {options.producers_quiet_s:.0f}s (first: "
-                f"producer {first.producer_id} on {first.topic}-{first.partition}, {first.age_s}s ago): stop them, "
-                "or --ignore-producers"
-            )
+        producers, said = quiet_producers(
+            reads, partitions, options.producers_quiet_s, started, ignore=options.ignore_producers
+        )
+        notes += said
         drained = drain_copy_and_checkpoints(
             Drain(reads, partitions, lambda group: selected(group, pattern, group_filter)),
             timeout_s=options.timeout_s,

@@ -40,16 +40,21 @@ def back_to_source(
     *,
     tail: TailChoice,
     tail_end: int,
+    log_start: int = 0,
 ) -> tuple[int, str]:
     """Where a group that stopped at `downstream` on the flow's target resumes on its source, and how that was found.
 
     At or past the failover point's target offset the group read everything the target held: it resumes at the
     first record the target never got (`deliver`), or after the source's own records written since (`skip`, at
     `tail_end`). Before it, through the offset syncs, exact inside a run of them; with no sync at or before it,
-    at the source's first offset the syncs still know of... never later than the failover point."""
+    at the source's log start (`log_start`), reading again; never later than the failover point, and never before
+    the log start (an offset retention took would send the consumer to its `auto.offset.reset`, maybe the end)."""
     if downstream >= point.target_offset:
         return (point.source_offset, "tail") if tail == "deliver" else (max(point.source_offset, tail_end), "end")
     found = syncs.translate_upstream(point.topic, point.partition, downstream)
     if found is None:
-        return 0, "start"  # no sync at or before it (compacted away): from the log start, reading again
-    return min(found, point.source_offset), "reverse"
+        return log_start, "start"  # no sync at or before it (compacted away): from the log start, reading again
+    offset = min(found, point.source_offset)
+    if offset < log_start:  # retention took what the syncs place it at: the oldest record still there, not a reset
+        return log_start, "log-start"
+    return offset, "reverse"

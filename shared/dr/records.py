@@ -103,7 +103,11 @@ class PartitionMove(BaseModel):
     offset: int = Field(description="the position written (or, in a dry run, to be written)")
     previous_offset: int | None = None
     action: Literal["set", "unchanged", "kept-ahead"]
-    how: str = Field(default="checkpoint", description="checkpoint, reverse (back through the syncs), tail, end")
+    how: str = Field(
+        default="checkpoint",
+        description="checkpoint, reverse (back through the syncs), provenance, tail, end, start (no sync places "
+        "it), log-start (what the syncs place it at is gone)",
+    )
 
 
 class GroupMove(BaseModel):

@@ -228,17 +228,17 @@ def read_to_end(
     return found.get(partition, [])
 
 
-def read_offsets(
+def each_record(
     props: Mapping[str, str],
     topic: str,
     ranges: Mapping[int, tuple[int, int]],
     *,
     group_id: str = READER_GROUP,
     timeout_s: float = 30,
-) -> dict[int, list[FollowedRecord]]:
-    """partition -> its records from `start` to `end` (exclusive) for each `partition: (start, end)` of `ranges`,
-    all fetched at once (`read_ranges`); a range past the log's end holds what is there (TimeoutError: not read
-    within `timeout_s`)."""
+) -> Iterator[tuple[int, FollowedRecord]]:
+    """(partition, record) for each `partition: (start, end)` of `ranges` (end exclusive), all fetched at once
+    (`read_ranges`), without keeping them: a range past the log's end gives what is there, one before its start
+    begins at the start (TimeoutError: not read within `timeout_s`)."""
     consumer = confluent_consumer(props, **_settings(group_id))
     try:
         deadline = time.monotonic() + timeout_s
@@ -247,14 +247,27 @@ def read_offsets(
             p: (max(start, bounds[(topic, p)][0]), min(end, bounds[(topic, p)][1]))
             for p, (start, end) in ranges.items()
         }
-        found: dict[int, list[FollowedRecord]] = {partition: [] for partition in ranges}
-        for partition, record in read_ranges(consumer, topic, clipped, deadline):
-            found[partition].append(record)
-        return found
+        yield from read_ranges(consumer, topic, clipped, deadline)
     except KafkaException as exc:
         raise translate_kafka_error(exc, operation="read topic", resource=topic) from exc
     finally:
         consumer.close()
+
+
+def read_offsets(
+    props: Mapping[str, str],
+    topic: str,
+    ranges: Mapping[int, tuple[int, int]],
+    *,
+    group_id: str = READER_GROUP,
+    timeout_s: float = 30,
+) -> dict[int, list[FollowedRecord]]:
+    """partition -> its records from `start` to `end` (exclusive) for each `partition: (start, end)` of `ranges`
+    (`each_record`, kept)."""
+    found: dict[int, list[FollowedRecord]] = {partition: [] for partition in ranges}
+    for partition, record in each_record(props, topic, ranges, group_id=group_id, timeout_s=timeout_s):
+        found[partition].append(record)
+    return found
 
 
 def last_record(

@@ -73,3 +73,10 @@ async def test_a_request_with_an_unknown_field_is_refused_naming_it() -> None:
     answer = await _call(app, "POST", "/v1/flows/A/B/dr/failover", {"dry_run": True, "plannned": True}, TOKEN)
     assert answer.status_code == 422
     assert "plannned" in answer.text
+
+
+async def test_a_groups_pattern_that_is_no_regex_is_refused_naming_it() -> None:
+    app = build_app(translator_token=TOKEN)
+    answer = await _call(app, "POST", "/v1/flows/A/B/dr/failback", {"dry_run": True, "groups": "app-["}, TOKEN)
+    assert answer.status_code == 422, answer.text
+    assert "is not a regular expression" in answer.json()["detail"], answer.text

@@ -3,8 +3,12 @@ failover point, never past a record it did not read; and how each partition's mo
 
 from __future__ import annotations
 
+import pytest
+
+from shared.dr.failover import group_pattern
 from shared.dr.positions import back_to_source, plan_partition
 from shared.dr.records import PartitionPoint
+from shared.errors import ConfigError
 from shared.offset_sync_store import OffsetSyncStore
 from shared.records.offset_sync import OffsetSync, SyncSegment
 
@@ -61,6 +65,22 @@ def test_a_group_behind_the_failover_point_goes_back_through_the_syncs_and_never
 
 def test_a_group_before_every_sync_left_starts_the_source_from_its_beginning() -> None:
     assert back_to_source(_store((300, 200)), _point(), 10, tail="deliver", tail_end=530) == (0, "start")
+
+
+def test_a_group_whose_place_retention_took_resumes_at_the_oldest_record_left_never_at_a_gone_offset() -> None:
+    syncs = _store((100, 50), (300, 200))
+    assert back_to_source(syncs, _point(), 60, tail="deliver", tail_end=530, log_start=250) == (250, "log-start")
+    assert back_to_source(syncs, _point(), 10, tail="deliver", tail_end=530, log_start=250) == (250, "start")
+    assert back_to_source(syncs, _point(), 200, tail="deliver", tail_end=530, log_start=250) == (300, "reverse")
+
+
+def test_a_groups_pattern_that_is_no_regex_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"--groups 'app-\[' is not a regular expression"):
+        group_pattern("app-[")
+    pattern = group_pattern("app-.*")
+    assert pattern is not None
+    assert pattern.fullmatch("app-1")
+    assert group_pattern(None) is None
 
 
 def test_a_partition_where_the_group_stands_further_is_kept_unless_rewinding_is_allowed() -> None:
