@@ -48,6 +48,7 @@ _DESCRIPTIONS = {
     422: "malformed input",
     502: "the translator's principal lacks a permission on the cluster",
     503: "index still loading or cluster unavailable; retry later",
+    504: "a read of the clusters did not end in time",
 }
 
 
@@ -103,6 +104,12 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return problem_response(exc.status_code, str(exc.detail), str(exc.detail), headers=exc.headers)
 
 
+async def _timed_out(_: Request, exc: Exception) -> JSONResponse:
+    """A read that did not end in time (a DR action's drain or scan): the cluster is slow, retrying may do."""
+    _log.warning("request_timed_out", error=str(exc))
+    return problem_response(504, "Timed out", f"timed out: {exc}")
+
+
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     _log.error("request_crashed", error=repr(exc), exc_info=exc)
     return problem_response(500, "Internal error", f"{type(exc).__name__} (see the translator's log)")
@@ -113,6 +120,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StraitError, _domain_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(TimeoutError, _timed_out)
     app.add_exception_handler(Exception, _unexpected)
 
 
