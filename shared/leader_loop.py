@@ -26,6 +26,8 @@ from shared.errors import AuthorizationError, ConfigError, KafkaOperationError, 
 from shared.flow_context import FlowContext
 from shared.flow_unit import FlowUnit
 
+DR_LOOK_AGAIN_S = 1.0  # a leader whose flow may not run (failed over, DR state unread) looks again this often
+
 
 class LeaderJob(Protocol):
     """The work of one flow that exactly one instance does at a time."""
@@ -146,7 +148,12 @@ class LeaderLoop(FlowUnit):
                 next_round = started + self._job.interval_s()
                 if self.last_error != error_before:
                     await self.publish_status()  # failing or recovered: say so now
-            wake = next_round if self.is_leader else time.monotonic() + self._status_interval_s
+            if not self.is_leader:
+                wake = time.monotonic() + self._status_interval_s
+            elif not self.dr.may_run:  # failed over, or its DR state not read yet: look again soon, never spin
+                wake = time.monotonic() + min(DR_LOOK_AGAIN_S, self._status_interval_s)
+            else:
+                wake = next_round
             await self.wait_round(wake - time.monotonic(), lease_moved=self.lease.is_leader != self.is_leader)
 
     async def release(self) -> None:
