@@ -132,7 +132,7 @@ def create_app(
             host=settings.host,
             why="no token, and the translator is reachable beyond loopback: set STRAIT_TRANSLATOR_TOKEN",
         )
-    app.state.dr_actions = dr_api.DrActions(config)
+    app.state.dr_actions = dr_api.DrActions(config, max_wait_s=settings.dr_max_wait_s)
     for family, router in _FAMILIES.items():
         if token_check.is_protected(family):
             app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))

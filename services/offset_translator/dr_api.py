@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from services.offset_translator import dr_queries
 from services.offset_translator.deps import IndexDep, NowMs, Source, Target
-from services.offset_translator.errors import ConflictError, ForbiddenError
+from services.offset_translator.errors import ConflictError, ForbiddenError, UnknownClusterError, UnknownFlowError
 from services.offset_translator.models import DrCheck, DrFailbackRequest, DrFailoverRequest, FlowDr, FlowRpo
 from services.offset_translator.problems import responses
 from shared.config import FlowConfig, MirrorMakerConfig
@@ -32,17 +32,28 @@ dr = APIRouter(tags=["disaster recovery"])
 
 
 class DrActions:
-    """The served config's flows, and one lock per flow: two DR actions on one flow never run at once."""
+    """The served config's flows, one lock per flow (two DR actions on one flow never run at once), and the longest
+    wait an action may ask for."""
 
-    def __init__(self, config: MirrorMakerConfig) -> None:
+    def __init__(self, config: MirrorMakerConfig, *, max_wait_s: float) -> None:
         self._config = config
+        self._max_wait_s = max_wait_s
         self._locks: dict[str, asyncio.Lock] = {}
 
     def flows(self, source: str, target: str) -> tuple[FlowConfig, FlowConfig | None]:
-        """The flow and, when enabled, its reverse."""
+        """The flow and, when enabled, its reverse; 404 for a cluster the config does not define."""
+        for alias in (source, target):
+            if alias not in self._config.clusters:
+                raise UnknownClusterError(f"unknown cluster '{alias}' (clusters: {', '.join(self._config.clusters)})")
+        if source == target:
+            raise UnknownFlowError(f"flow '{source}->{target}' has the same source and target")
         flow = self._config.flow(source, target)
         reverse = self._config.flow(target, source)
         return flow, reverse if reverse.enabled else None
+
+    def wait_s(self, asked_s: float) -> float:
+        """The drain's bound: what the request asked, at most the translator's `dr_max_wait_s`."""
+        return min(asked_s, self._max_wait_s)
 
     def lock(self, flow: str) -> asyncio.Lock:
         found = self._locks.get(flow)
@@ -132,7 +143,7 @@ async def dr_failover(
     options = FailoverOptions(
         planned=body.planned,
         dry_run=body.dry_run,
-        timeout_s=body.timeout_s,
+        timeout_s=actions.wait_s(body.timeout_s),
         groups=body.groups,
         ignore_producers=body.ignore_producers,
         producers_quiet_s=body.producers_quiet_s,
@@ -158,7 +169,7 @@ async def dr_failback(
     options = FailbackOptions(
         tail=body.tail,
         dry_run=body.dry_run,
-        timeout_s=body.timeout_s,
+        timeout_s=actions.wait_s(body.timeout_s),
         groups=body.groups,
         ignore_producers=body.ignore_producers,
         producers_quiet_s=body.producers_quiet_s,

@@ -238,7 +238,12 @@ class _DrRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     dry_run: bool = Field(default=False, description="read everything, change nothing, return the plan")
     timeout_s: float = Field(default=120.0, ge=1, le=3600, description="how long to wait for the copy to drain")
-    groups: str | None = Field(default=None, max_length=1000, description="only groups matching this regex")
+    groups: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="only groups matching this regex",
+        json_schema_extra={"format": "regex"},
+    )
     ignore_producers: bool = Field(default=False, description="go on although producers wrote lately")
     producers_quiet_s: float = Field(default=30.0, ge=0, le=86400)
     allow_rewind: bool = Field(default=False, description="also move partitions where a group stands further")

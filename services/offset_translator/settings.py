@@ -46,6 +46,12 @@ class TranslatorSettings(ServiceSettings):
     status_interval_s: float = Field(default=5.0, gt=0, description="how often the translator reports its own status")
     topology_refresh_s: float = Field(default=10.0, gt=0, description="how often topic names are listed per cluster")
     failover_timeout_s: float = Field(default=30.0, gt=0, description="deadline of each admin call of a failover")
+    dr_max_wait_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="the longest a disaster-recovery action over HTTP waits for a drain, whatever its timeout_s asks "
+        "(a request that long holds a worker thread; the CLI has no such bound)",
+    )
     tls_cert_file: Path | None = Field(
         default=None, description="PEM certificate chain: serve HTTPS (its key in the same file or in tls_key_file)"
     )

@@ -21,7 +21,7 @@ import structlog
 from shared.config import FlowConfig
 from shared.dr.drain import Drain, drain_copy_and_checkpoints
 from shared.dr.failover import DrRefused, group_pattern, new_report_id, quiet_producers, reachable, selected
-from shared.dr.flow_reads import FlowReads, GroupCheckpoints, PartitionKey, provenance_at
+from shared.dr.flow_reads import FlowReads, GroupCheckpoints, PartitionKey, provenance_at, read_timeout
 from shared.dr.group_moves import GroupMover, GroupTarget, Position
 from shared.dr.positions import TailChoice, back_to_source
 from shared.dr.records import DrReport, FlowDrState, PartitionPoint, TailRange
@@ -202,7 +202,8 @@ def fail_back(flow: FlowConfig, reverse: FlowConfig | None, options: FailbackOpt
     reverse_state = DrStore(reverse).state()
     if reverse_state is not None and reverse_state.stopped:
         raise DrRefused(f"{reverse.name} is failed over itself (report {reverse_state.report_id})")
-    reads, reverse_reads = FlowReads(flow), FlowReads(reverse)
+    bound = read_timeout(options.timeout_s)
+    reads, reverse_reads = FlowReads(flow, timeout_s=bound), FlowReads(reverse, timeout_s=bound)
     pattern = group_pattern(options.groups)
     group_filter = DefaultGroupFilter(reverse.settings.groups, reverse.settings.groups_exclude)
     partitions = reverse_reads.source_partitions()

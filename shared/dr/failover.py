@@ -24,7 +24,7 @@ import structlog
 from shared.config import FlowConfig
 from shared.control import read_statuses
 from shared.dr.drain import Drain, drain_copy_and_checkpoints
-from shared.dr.flow_reads import FlowReads, GroupCheckpoints
+from shared.dr.flow_reads import READ_TIMEOUT_S, FlowReads, GroupCheckpoints, read_timeout
 from shared.dr.group_moves import GroupMover, GroupTarget, Position
 from shared.dr.records import DrReport, FlowDrState, PartitionPoint, ProducerSeen
 from shared.dr.rpo import PartitionLag, summarize
@@ -141,7 +141,7 @@ def wait_for_mirror_to_stop(flow: FlowConfig, timeout_s: float, sleep: Callable[
     deadline = time.monotonic() + timeout_s
     while True:
         now = int(time.time() * 1000)
-        statuses = read_statuses(flow.target_consumer_props(), timeout_s=10)
+        statuses = read_statuses(flow.target_consumer_props(), timeout_s=min(10, timeout_s))
         live = [
             s
             for s in statuses.values()
@@ -200,12 +200,14 @@ def checkpoint_targets(
     ]
 
 
-def reverse_positions(flow: FlowConfig, reverse: FlowConfig, targets: list[GroupTarget]) -> list[str]:
+def reverse_positions(
+    flow: FlowConfig, reverse: FlowConfig, targets: list[GroupTarget], *, timeout_s: float = READ_TIMEOUT_S
+) -> list[str]:
     """Add to each group's positions on the target the topics it reads on the source as copies of the target's own
     (the reverse flow's remote topics, e.g. `B.orders` on A): its commits there, back through the reverse flow's
     offset syncs, give where it resumes on the original (`orders` on B). Needs the source (the commits live there).
     Under one name on both sides the checkpoints already cover these topics."""
-    reverse_reads = FlowReads(reverse)
+    reverse_reads = FlowReads(reverse, timeout_s=timeout_s)
     policy = reverse_reads.context.topics.policy
     admin = GroupAdmin.connect(flow.source, flow.source_admin_props(), timeout_s=reverse_reads.timeout_s)
     commits, errors = admin.committed_offsets([target.group for target in targets])
@@ -228,7 +230,7 @@ def reverse_positions(flow: FlowConfig, reverse: FlowConfig, targets: list[Group
 def fail_over(flow: FlowConfig, options: FailoverOptions, reverse: FlowConfig | None = None) -> DrReport:
     """Run (or, with `dry_run`, plan) the flow's failover; DrRefused when it is not taken."""
     started = int(time.time() * 1000)
-    reads = FlowReads(flow, timeout_s=30)
+    reads = FlowReads(flow, timeout_s=read_timeout(options.timeout_s))
     store = DrStore(flow)
     view = store.read()
     state = view.states.get(flow.name)
@@ -281,7 +283,7 @@ def fail_over(flow: FlowConfig, options: FailoverOptions, reverse: FlowConfig | 
     points = failover_points(reads, source_ends)
     targets = checkpoint_targets(reads.checkpoints(), pattern, group_filter)
     if reverse is not None and planned:
-        notes += reverse_positions(flow, reverse, targets)
+        notes += reverse_positions(flow, reverse, targets, timeout_s=reads.timeout_s)
     moved, skipped = GroupMover(flow.target, flow.target_admin_props()).move(
         targets, dry_run=options.dry_run, allow_rewind=options.allow_rewind
     )

@@ -22,13 +22,19 @@ from shared.records.progress import Progress
 from shared.records.provenance import Provenance, provenance_of
 
 PartitionKey = tuple[str, int]
+READ_TIMEOUT_S = 30.0  # one read of a flow's topics, unless the action as a whole has less time
+
+
+def read_timeout(action_timeout_s: float) -> float:
+    """Each read's bound within an action: never longer than the operator gave the whole action."""
+    return min(READ_TIMEOUT_S, action_timeout_s)
 GroupCheckpoints = dict[str, dict[PartitionKey, Checkpoint]]  # group -> (remote topic, partition) -> the latest
 
 
 class FlowReads:
     """The reads of one flow, each bounded by `timeout_s`."""
 
-    def __init__(self, flow: FlowConfig, *, timeout_s: float = 30) -> None:
+    def __init__(self, flow: FlowConfig, *, timeout_s: float = READ_TIMEOUT_S) -> None:
         self.flow = flow
         self.context = FlowContext.of(flow)
         self.timeout_s = timeout_s

@@ -28,6 +28,7 @@ from services.offset_translator.app import create_app
 from services.offset_translator.settings import TranslatorSettings
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.control import ControlPublisher, StatusReporter
+from shared.control.topic_names import progress_topic
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
@@ -536,12 +537,13 @@ async def fuzz_app(
     )
     flow = Flow("A", "B", path, cluster_a.client_properties(), cluster_b.client_properties())
     make_topic(flow.b, "A.orders", 2)
+    make_topic(flow.b, progress_topic("A"), 1)  # data-mirror's, as once it ran: DR actions read it
     produce(flow.b, "A.orders", [(None, b"r")] * 20, partition=0)
     flow.write_checkpoints(
         [Checkpoint("orders-app", "A.orders", 0, 12, 10), Checkpoint("orders-app", "A.orders", 1, 0, 0)]
     )
     flow.write_syncs([OffsetSync("orders", 0, 12, 10)])
-    settings = settings_for(flow, translator_token=FUZZ_TOKEN, failover_timeout_s=10)
+    settings = settings_for(flow, translator_token=FUZZ_TOKEN, failover_timeout_s=10, dr_max_wait_s=1)
     loader = create_app(settings, flow.config)
     async with running(loader) as client:
         await wait_for(client, "/v1/clusters/B/topology", lambda r: r.status_code == 200)

@@ -80,3 +80,19 @@ async def test_a_groups_pattern_that_is_no_regex_is_refused_naming_it() -> None:
     answer = await _call(app, "POST", "/v1/flows/A/B/dr/failback", {"dry_run": True, "groups": "app-["}, TOKEN)
     assert answer.status_code == 422, answer.text
     assert "is not a regular expression" in answer.json()["detail"], answer.text
+
+
+async def test_an_action_on_a_cluster_the_config_does_not_define_is_not_found() -> None:
+    app = build_app(translator_token=TOKEN)
+    for method, url, body in ACTIONS:
+        answer = await _call(app, method, url.replace("/A/B/", "/A/Z/"), body, TOKEN)
+        assert answer.status_code == 404, (url, answer.text)
+        assert "'Z'" in answer.json()["detail"], answer.text
+    answer = await _call(app, "POST", "/v1/flows/A/A/dr/failover", {"dry_run": True}, TOKEN)
+    assert answer.status_code == 404, answer.text
+    assert "same source and target" in answer.json()["detail"]
+
+
+def test_an_http_action_waits_at_most_the_translators_bound() -> None:
+    actions = build_app(translator_token=TOKEN, dr_max_wait_s=45).state.dr_actions
+    assert (actions.wait_s(3600), actions.wait_s(10)) == (45, 10)
