@@ -28,6 +28,8 @@ READ_TIMEOUT_S = 30.0  # one read of a flow's topics, unless the action as a who
 def read_timeout(action_timeout_s: float) -> float:
     """Each read's bound within an action: never longer than the operator gave the whole action."""
     return min(READ_TIMEOUT_S, action_timeout_s)
+
+
 GroupCheckpoints = dict[str, dict[PartitionKey, Checkpoint]]  # group -> (remote topic, partition) -> the latest
 
 
