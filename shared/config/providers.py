@@ -1,12 +1,14 @@
 """Resolve Kafka config-provider references, `${env:NAME}` and `${file:path:key}`, inside values.
 
-Both providers are always available under the names `env` and `file`. A file may also declare
-providers the Kafka way (`config.providers=secrets`, `config.providers.secrets.class=...FileConfigProvider`):
-such a name becomes an alias of the matching provider, and the providers' own parameters are honoured
-(`config.providers.<name>.param.allowed.paths` for files, `...param.allowlist.pattern` for the
-environment). A declared DirectoryConfigProvider (`${dir:/path/to/dir:file}`, as Kubernetes mounts secrets)
-reads the whole content of a regular file in that directory. Where Kafka leaves an unresolvable reference in
-place, Strait refuses the config.
+A file that does not set `config.providers` has the providers `env` and `file` built in (what Strait has
+always documented). A file that sets it declares its providers the Kafka way (`config.providers=secrets`,
+`config.providers.secrets.class=...FileConfigProvider`), and then, as in Kafka, only the names it lists (each
+with its `.class`) resolve: a file that declares only a restricted provider must not leave `file` and `env`
+open to read any path or variable. A declared name is an alias of the matching provider, and the providers'
+own parameters are honoured (`config.providers.<name>.param.allowed.paths` for files and directories,
+`...param.allowlist.pattern` for the environment). A DirectoryConfigProvider (`${dir:/path/to/dir:file}`, as
+Kubernetes mounts secrets) reads the whole content of a regular file in that directory. Where Kafka leaves an
+unresolvable reference in place, Strait refuses the config.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class _Resolver:
     """Looks references up for one resolution pass (files are read at most once)."""
 
     env: Mapping[str, str]
-    kinds: dict[str, str] = field(default_factory=lambda: {"env": "env", "file": "file"})
+    kinds: dict[str, str]
+    # The names `config.providers` lists (None: it is not set, and the built-in names apply).
+    listed: tuple[str, ...] | None = None
     unsupported: dict[str, str] = field(default_factory=dict)
     allowed_paths: dict[str, tuple[PurePath, ...]] = field(default_factory=dict)
     allowlists: dict[str, re.Pattern[str]] = field(default_factory=dict)
@@ -58,12 +62,24 @@ class _Resolver:
                     f"config provider '{provider}' has class {self.unsupported[provider]}, "
                     "but Strait supports only FileConfigProvider, DirectoryConfigProvider and EnvVarConfigProvider"
                 )
-            raise fail(f"unknown config provider '{provider}' (available: {', '.join(sorted(self.kinds))})")
+            raise fail(self._undeclared(provider))
         if kind == "env":
             return self._env(provider, path, name, fail)
         if kind == "dir":
             return self._directory(provider, path, name, fail)
         return self._file(provider, path, name, fail)
+
+    def _undeclared(self, provider: str) -> str:
+        """Why `provider` does not resolve: unknown, or not declared the way a set `config.providers` asks."""
+        if self.listed is None:
+            return f"unknown config provider '{provider}' (available: {', '.join(sorted(self.kinds))})"
+        if provider in self.listed:
+            return f"config provider '{provider}' is listed in {PROVIDERS_KEY} but its .class is unset"
+        declared = f"{PROVIDERS_KEY}={','.join(self.listed)}" if self.listed else f"{PROVIDERS_KEY}, which lists none"
+        return (
+            f"config provider '{provider}' is not listed in {declared}; "
+            f"with {PROVIDERS_KEY} set, only the providers it lists (each with its .class) resolve"
+        )
 
     def _env(self, provider: str, path: str | None, name: str, fail: Callable[[str], ConfigError]) -> str:
         if path:
@@ -137,13 +153,21 @@ def _substitute(resolver: _Resolver, key: str, value: str) -> str:
 
 
 def _configure(props: Mapping[str, str], env: Mapping[str, str]) -> _Resolver:
-    """Build the resolver from the built-in names plus any `config.providers.<name>.class` aliases."""
-    resolver = _Resolver(env=env)
+    """Build the resolver: the names `config.providers` lists with their classes, or, when it is not set, the
+    built-in `env` and `file` plus any `config.providers.<name>.class` aliases."""
+    declaration = props.get(PROVIDERS_KEY)
+    if declaration is None:
+        resolver = _Resolver(env=env, kinds={"env": "env", "file": "file"})
+    else:
+        listed = tuple(name for name in (part.strip() for part in declaration.split(",")) if name)
+        resolver = _Resolver(env=env, kinds={}, listed=listed)
     prefix = PROVIDERS_KEY + "."
     for key, value in props.items():
         if not key.startswith(prefix) or not key.endswith(".class"):
             continue
         name = key[len(prefix) : -len(".class")]
+        if resolver.listed is not None and name not in resolver.listed:
+            continue  # a class for a name config.providers does not list is not a provider (as in Kafka)
         class_name = value.strip()
         if class_name in _FILE_CLASSES:
             resolver.kinds[name] = "file"

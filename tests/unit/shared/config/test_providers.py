@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import parse_mm2_config, resolve_references
+from shared.config import load_mm2_config, parse_mm2_config, resolve_references
 from shared.errors import ConfigError
 
 
@@ -196,3 +196,58 @@ def test_an_mm2_file_with_a_declared_file_provider_resolves_client_secrets(tmp_p
     config = parse_mm2_config(props, env={})
     assert config.clusters["A"].consumer_props()["sasl.jaas.config"] == jaas
     assert config.flow("A", "B").source_consumer_props()["sasl.jaas.config"] == jaas
+
+
+def test_with_config_providers_set_the_built_in_file_and_env_are_refused(secrets_file: Path, tmp_path: Path) -> None:
+    # Kafka resolves only the providers config.providers lists: declaring a restricted `dir` does not leave
+    # `file` and `env` open to read any path or variable.
+    restricted = {**DIRECTORY_PROVIDER, "config.providers.dir.param.allowed.paths": str(tmp_path)}
+    for key, reference, provider in (
+        ("A.ssl.key.password", f"${{file:{secrets_file}:password}}", "file"),
+        ("A.sasl.jaas.config", "${env:HOME}", "env"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            resolve_references({**restricted, key: reference}, env={"HOME": "/root"})
+        assert str(info.value).startswith(f"{key} references {reference}: config provider '{provider}' is not ")
+        assert "config.providers=dir" in str(info.value)
+        assert info.value.key == key
+
+
+def test_with_config_providers_set_a_provider_must_be_listed_and_have_a_class(secrets_file: Path) -> None:
+    file_class = "org.apache.kafka.common.config.provider.FileConfigProvider"
+    unlisted = {
+        **DIRECTORY_PROVIDER,
+        "config.providers.secrets.class": file_class,
+        "a": f"${{secrets:{secrets_file}:user}}",
+    }
+    with pytest.raises(
+        ConfigError, match=r"^a references .*: config provider 'secrets' is not listed in config\.providers=dir"
+    ):
+        resolve_references(unlisted, env={})
+    classless = {"config.providers": "dir, file", "a": f"${{file:{secrets_file}:user}}"}
+    with pytest.raises(ConfigError, match=r"'file' is listed in config\.providers but its \.class is unset"):
+        resolve_references(classless, env={})
+    declared = {**classless, "config.providers.file.class": file_class}
+    assert resolve_references(declared, env={})["a"] == "alice"
+
+
+def test_an_empty_config_providers_declares_none(secrets_file: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"config provider 'file' is not listed in config\.providers, which lists none"
+    ):
+        resolve_references({"config.providers": "", "a": f"${{file:{secrets_file}:user}}"}, env={})
+
+
+def test_an_mm2_file_declaring_only_a_directory_provider_cannot_read_other_files(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.properties"
+    outside.write_text("pw = not-for-you\n", encoding="utf-8")
+    config = tmp_path / "mm2.properties"
+    config.write_text(
+        "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
+        "config.providers = dir\n"
+        "config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n"
+        f"A.ssl.key.password = ${{file:{outside}:pw}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"^A\.ssl\.key\.password references .*config provider 'file' is not listed"):
+        load_mm2_config(config, env={})
