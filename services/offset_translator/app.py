@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from services.offset_translator import api, dr_api, ops, problems
 from services.offset_translator.auth import TokenCheck, is_loopback, refuse_unprotected_failover, require_token
 from services.offset_translator.failover import FailoverExecutor
+from services.offset_translator.guard import UNSAFE_METHODS, RequestGuard
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.metrics import IndexCollector, MetricsMiddleware, TranslatorMetrics
 from services.offset_translator.models import Problem
@@ -69,10 +70,20 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             components.update(problem.pop("$defs", {}))
             components["Problem"] = problem
+            _document_guard(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
     return build
+
+
+def _document_guard(schema: dict[str, Any]) -> None:
+    """Add the answers of the request guard (guard.py), which no route declares, to every operation."""
+    for operations in schema.get("paths", {}).values():
+        for method, operation in operations.items():
+            statuses = (401, 403, 413, 415, 421) if method.upper() in UNSAFE_METHODS else (421,)
+            for status, entry in problems.responses(*statuses).items():
+                operation.setdefault("responses", {}).setdefault(str(status), entry)
 
 
 def create_app(
@@ -142,6 +153,12 @@ def create_app(
         else:
             app.include_router(router)
     app.include_router(ops.probes)
+    app.add_middleware(
+        RequestGuard,
+        token_check=token_check,
+        loopback=is_loopback(settings.host),
+        allowed_hosts=settings.allowed_hosts.split(","),
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     return app

@@ -42,6 +42,14 @@ class TranslatorSettings(ServiceSettings):
         description=f"comma list of endpoint families that need the token besides failover: {', '.join(ENDPOINTS)} "
         "or 'all'",
     )
+    allowed_hosts: str = Field(
+        default="",
+        description="comma list of host names a loopback translator also answers to (one a port-forward or proxy "
+        "sends); other names are refused, as a re-pointed DNS name would send them",
+    )
+    max_connections: int = Field(
+        default=200, ge=1, description="connections served at once; more are answered 503 (a flood holds no more)"
+    )
     status_stale_after_s: float = Field(default=30.0, gt=0)
     status_interval_s: float = Field(default=5.0, gt=0, description="how often the translator reports its own status")
     topology_refresh_s: float = Field(default=10.0, gt=0, description="how often topic names are listed per cluster")

@@ -103,7 +103,7 @@ async def running(app: FastAPI, *, ready: bool = True) -> AsyncIterator[httpx.As
     """The app with its lifespan (feeds following the real topics) and a client; waits for /ready."""
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://translator", timeout=60) as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60) as client:
             if ready:
                 await wait_for(client, "/ready", lambda r: r.status_code == 200)
             yield client
@@ -543,7 +543,9 @@ async def fuzz_app(
         [Checkpoint("orders-app", "A.orders", 0, 12, 10), Checkpoint("orders-app", "A.orders", 1, 0, 0)]
     )
     flow.write_syncs([OffsetSync("orders", 0, 12, 10)])
-    settings = settings_for(flow, translator_token=FUZZ_TOKEN, failover_timeout_s=10, dr_max_wait_s=1)
+    settings = settings_for(
+        flow, translator_token=FUZZ_TOKEN, failover_timeout_s=10, dr_max_wait_s=1, allowed_hosts="testserver"
+    )
     loader = create_app(settings, flow.config)
     async with running(loader) as client:
         await wait_for(client, "/v1/clusters/B/topology", lambda r: r.status_code == 200)

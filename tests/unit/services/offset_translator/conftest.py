@@ -100,5 +100,5 @@ def feed(app: FastAPI) -> Feed:
 @pytest.fixture
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client calling the app in-process."""
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://translator") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
         yield http

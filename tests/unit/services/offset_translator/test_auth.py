@@ -22,7 +22,7 @@ OFFSETS = "/v1/flows/A/B/offsets?group=nobody"
 async def call(app: FastAPI, method: str, url: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
     Feed(app.state.index).loaded()
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
         return await client.request(method, url, headers=headers, **kwargs)
 
 
