@@ -8,12 +8,13 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TextIO
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from shared.bounded_http import MAX_CONNECTIONS, REQUEST_READ_TIMEOUT_S, BoundedHTTPServer
 from shared.log_repeats import RepeatFilter, RepeatLimiter
 
 _SECRET_KEY = re.compile(r"pass(word)?|secret|token|jaas|credential|api[_.-]?key", re.IGNORECASE)
@@ -107,7 +108,8 @@ HealthProbe = Callable[[], tuple[bool, Mapping[str, Any]]]
 class ObservabilityServer:
     """Serves /metrics (Prometheus), /health (liveness) and /ready (readiness) from a daemon thread.
 
-    A thread, not the event loop, so a busy loop or the PySpark driver can still be scraped and probed.
+    A thread, not the event loop, so a busy loop or the PySpark driver can still be scraped and probed; a
+    bounded number of connections, each with a read timeout, so idle clients cannot exhaust it (BoundedHTTPServer).
     """
 
     def __init__(
@@ -118,6 +120,8 @@ class ObservabilityServer:
         ready: HealthProbe,
         host: str = "127.0.0.1",
         port: int = 0,
+        request_timeout_s: float = REQUEST_READ_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         routes: dict[str, Callable[[], tuple[int, bytes, str]]] = {
             "/metrics": lambda: (200, generate_latest(registry), CONTENT_TYPE_LATEST),
@@ -127,6 +131,7 @@ class ObservabilityServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                server.answering(self.request)  # read whole: no longer idle, so not evicted for a newcomer
                 route = routes.get(self.path.split("?", 1)[0])
                 status, body, content_type = route() if route else (404, b'{"error":"not found"}', "application/json")
                 self.send_response(status)
@@ -138,8 +143,10 @@ class ObservabilityServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return  # probes every few seconds would drown the service's own log
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        server = BoundedHTTPServer(
+            (host, port), Handler, request_timeout_s=request_timeout_s, max_connections=max_connections
+        )
+        self._server = server
         self._thread = threading.Thread(target=self._server.serve_forever, name="observability", daemon=True)
 
     @property
