@@ -16,6 +16,7 @@ class Checkpoint:
 
     Key: group STRING, topic STRING, partition INT32.
     Value: version INT16 (0), upstreamOffset INT64, offset INT64, metadata STRING.
+    A decoded one has no negative partition or offset (`decode` refuses them).
     """
 
     group: str
@@ -44,9 +45,11 @@ class Checkpoint:
 
     @classmethod
     def decode(cls, key: bytes, value: bytes) -> Checkpoint:
-        """Decode a record; raises CodecError on bad bytes or a version other than 0.
+        """Decode a record; raises CodecError on bad bytes, a version other than 0, or a negative partition or offset.
 
-        MM2 only asserts the version (a no-op in production JVMs); Strait refuses to guess a layout.
+        MM2 only asserts the version (a no-op in production JVMs); Strait refuses to guess a layout. MM2 never writes
+        a negative partition or offset (it drops negative translations, and its own reader's OffsetAndMetadata
+        refuses a negative offset): such a record is corrupt or hostile, and served it would fail a failover.
         """
         value_reader = Reader(value, "Checkpoint value")
         version = value_reader.read_int16("version")
@@ -61,4 +64,7 @@ class Checkpoint:
         topic = key_reader.read_string("topic")
         partition = key_reader.read_int32("partition")
         key_reader.finish()
+        for name, number in (("partition", partition), ("upstreamOffset", upstream), ("offset", downstream)):
+            if number < 0:
+                raise CodecError(f"Checkpoint: negative {name} {number}")
         return cls(group, topic, partition, upstream, downstream, metadata)

@@ -210,3 +210,27 @@ async def test_openapi_documents_every_error_with_the_problem_schema(client: htt
         assert content == {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     assert "HTTPValidationError" not in schema["components"]["schemas"]
     assert all(path.startswith("/v1/") for path in schema["paths"] if path not in ("/health", "/ready", "/metrics"))
+
+
+async def test_a_checkpoint_with_a_negative_partition_or_offset_is_not_served(
+    client: httpx.AsyncClient, feed: Feed
+) -> None:
+    feed.checkpoints([Checkpoint("orders-app", "A.orders", 0, 120, 110), Checkpoint("orders-app", "A.orders", 1, 7, 6)])
+    # Hostile or corrupt records read later: none replaces the good checkpoint of its partition or adds one.
+    feed.checkpoints(
+        [
+            Checkpoint("orders-app", "A.orders", 0, 130, -1),
+            Checkpoint("orders-app", "A.orders", 1, -5, 9),
+            Checkpoint("orders-app", "A.orders", -1, 5, 5),
+        ]
+    )
+    feed.loaded()
+
+    response = await client.get(OFFSETS, params={"group": "orders-app"})
+    assert response.status_code == 200, response.text
+    assert [(o["partition"], o["upstream_offset"], o["offset"]) for o in response.json()["offsets"]] == [
+        (0, 120, 110),
+        (1, 7, 6),
+    ]
+    metrics = (await client.get("/metrics")).text
+    assert 'strait_translator_records_skipped_total{kind="checkpoints"} 3.0' in metrics

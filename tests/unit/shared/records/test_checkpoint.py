@@ -33,12 +33,24 @@ def test_exact_bytes() -> None:
     [
         Checkpoint("group", "A.orders", 0, 0, 0, ""),
         Checkpoint("グループ", "B.A.注文", 12, 1 << 50, 1 << 49, "métadonnées"),
-        Checkpoint("", "", 0, -1, -1, ""),
-        Checkpoint("g", "t", 0, (1 << 63) - 1, -(1 << 63), "x" * 1000),
+        Checkpoint("", "", 0, 0, 0, ""),
+        Checkpoint("g", "t", (1 << 31) - 1, (1 << 63) - 1, (1 << 63) - 1, "x" * 1000),
     ],
 )
 def test_round_trip(checkpoint: Checkpoint) -> None:
     assert Checkpoint.decode(checkpoint.record_key(), checkpoint.record_value()) == checkpoint
+
+
+@pytest.mark.parametrize(
+    ("partition", "upstream", "downstream", "field"),
+    [(-1, 1, 2, "partition"), (0, -1, 2, "upstreamOffset"), (0, 1, -1, "offset"), (0, 1, -(1 << 63), "offset")],
+)
+def test_a_negative_partition_or_offset_is_refused(partition: int, upstream: int, downstream: int, field: str) -> None:
+    # MM2 never writes one (it drops negative translations, and its reader's OffsetAndMetadata refuses them), so
+    # such a record is hostile or corrupt: served, it would send a failing-over group to an offset that cannot be.
+    checkpoint = Checkpoint("g", "A.orders", partition, upstream, downstream)
+    with pytest.raises(CodecError, match=f"Checkpoint: negative {field} -"):
+        Checkpoint.decode(checkpoint.record_key(), checkpoint.record_value())
 
 
 def test_metadata_defaults_to_empty() -> None:
