@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import structlog
 from fastapi import APIRouter, Query, Request, Response
 
 from services.offset_translator import queries
+from services.offset_translator.callers import requester
 from services.offset_translator.deps import (
     Cluster,
     FailoverDep,
@@ -32,6 +34,8 @@ from services.offset_translator.models import (
 )
 from services.offset_translator.problems import responses
 from shared.errors import StraitError
+
+_log = structlog.get_logger("strait-offset-translator")
 
 _FLOW = "/v1/flows/{source}/{target}"
 INT32_MAX = 2**31 - 1
@@ -134,21 +138,39 @@ async def fail_over(
     source: Source,
     target: Target,
     request: FailoverRequest,
+    http: Request,
     index: IndexDep,
     now_ms: NowMs,
     executor: FailoverDep,
     metrics: MetricsDep,
 ) -> FailoverResult:
     """Write the group's translated offsets into the group on the target; 409 while it has members there."""
-    translated = queries.group_offsets(index, source, target, request.group, now_ms)
     flow = f"{source}->{target}"
+    asked = {
+        "flow": flow,
+        "group": request.group,
+        "by": requester(http),
+        "dry_run": request.dry_run,
+        "allow_rewind": request.allow_rewind,
+    }
+    _log.warning("group_failover_requested", **asked)
+    translated = queries.group_offsets(index, source, target, request.group, now_ms)
     try:
         result = await executor.run(translated, request)
-    except ConflictError:
+    except ConflictError as exc:
         metrics.failovers.labels(flow, "refused").inc()
+        _log.warning("group_failover_refused", **asked, why=str(exc))
         raise
-    except StraitError:
+    except StraitError as exc:
         metrics.failovers.labels(flow, "failed").inc()
+        _log.warning("group_failover_failed", **asked, why=str(exc))
         raise
     metrics.failovers.labels(flow, "dry-run" if request.dry_run else "applied").inc()
+    _log.warning(
+        "group_failover_done",
+        **asked,
+        applied=result.applied,
+        group_state=result.group_state,
+        changes=[(p.topic, p.partition, p.previous_offset, p.offset, p.action) for p in result.partitions],
+    )
     return result

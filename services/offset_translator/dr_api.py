@@ -14,6 +14,7 @@ import structlog
 from fastapi import APIRouter, Depends, Query, Request
 
 from services.offset_translator import dr_queries
+from services.offset_translator.callers import requester
 from services.offset_translator.deps import IndexDep, NowMs, Source, Target
 from services.offset_translator.errors import ConflictError, ForbiddenError, UnknownClusterError, UnknownFlowError
 from services.offset_translator.models import DrCheck, DrFailbackRequest, DrFailoverRequest, FlowDr, FlowRpo
@@ -60,14 +61,6 @@ class DrActions:
         if found is None:
             found = self._locks[flow] = asyncio.Lock()
         return found
-
-
-def requester(request: Request) -> str:
-    """Who asked, for the log and the report: the client's address, what a proxy forwarded, the user agent."""
-    client = request.client.host if request.client is not None else "unknown"
-    forwarded = request.headers.get("x-forwarded-for")
-    agent = request.headers.get("user-agent", "")[:100]
-    return f"http {client}{f' for {forwarded[:100]}' if forwarded else ''} ({agent})"
 
 
 async def _actions(request: Request) -> DrActions:

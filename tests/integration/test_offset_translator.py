@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from services.checkpoint.service import build as build_checkpoint
 from services.checkpoint.settings import CheckpointSettings
@@ -420,9 +421,16 @@ async def test_failover_dry_run_writes_nothing_and_an_active_group_is_refused(fl
             consumer.close()
         assert await asyncio.to_thread(committed) is None
 
-        done = await client.post(url, json={"group": group})
+        with capture_logs() as logs:
+            done = await client.post(url, json={"group": group}, headers={"User-Agent": "failover-drill"})
         assert done.status_code == 200, done.text
         assert await asyncio.to_thread(committed) == 6
+        # The audit line: who moved which group, with what flags, each partition from where to where.
+        (line,) = [log for log in logs if log["event"] == "group_failover_done"]
+        asked = (line["group"], line["flow"], line["dry_run"], line["allow_rewind"])
+        assert asked == (group, f"{flow.source}->{flow.target}", False, False)
+        assert "failover-drill" in line["by"]
+        assert line["changes"] == [(remote, 0, None, 6, "set")]
         again = await client.post(url, json={"group": group})
         assert again.json()["partitions"][0]["action"] == "unchanged"
         assert again.json()["applied"] is False
