@@ -431,6 +431,10 @@ class MirrorDriver:
         mine.records_forwarded.inc(report.forwarded)
         if report.dropped:
             mine.records_dropped.inc(report.dropped)
+        if report.returned:
+            mine.records_returned.inc(report.returned)
+        if report.provenance_ignored:
+            metrics.provenance_ignored.labels(state.flow).inc(report.provenance_ignored)
         self._note_copy_path(state, report)
         if report.syncs:
             metrics.offset_syncs.labels(state.flow).inc(report.syncs)

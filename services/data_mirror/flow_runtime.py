@@ -84,6 +84,7 @@ class FlowRuntime:
             reset_to_latest=consumer_props.get("auto.offset.reset", "earliest") == "latest",
             transforms=flow.transforms,
             provenance=settings.provenance_enabled,
+            policy=self.context.topics.policy if settings.provenance_enabled else None,
         )
         rf = settings.offset_syncs_topic_replication_factor
         self._syncs_admin, self.source_ready = syncs_admin, False

@@ -30,6 +30,7 @@ class PartitionMetrics:
     partition_blocked: Any
     records_expired: Any
     records_dropped: Any
+    records_returned: Any
 
 
 class MirrorMetrics:
@@ -104,6 +105,19 @@ class MirrorMetrics:
             "strait_mirror_records_dropped",
             "records the flow's transforms dropped (by configuration: not copied)",
             PARTITION,
+            registry=registry,
+        )
+        self.records_returned = Counter(
+            "strait_mirror_records_returned",
+            "records not copied because their provenance header names the target: they came from it",
+            PARTITION,
+            registry=registry,
+        )
+        self.provenance_ignored = Counter(
+            "strait_mirror_provenance_ignored",
+            "provenance headers on a topic the header's path does not name (an application forwarded them): not "
+            "trusted, the record is copied as an original",
+            ("flow",),
             registry=registry,
         )
         self.offset_syncs = Counter("strait_mirror_offset_syncs", "offset syncs written", ("flow",), registry=registry)

@@ -68,6 +68,8 @@ class PartitionCopy:
     syncs_sent: int = 0
     forwarded: int = 0
     dropped: int = 0  # records the flow's transforms dropped since the last report
+    returned: int = 0  # records not copied since the last report: their provenance names the target (came from it)
+    provenance_ignored: int = 0  # provenance headers not on the topic their path names: copied as originals
     reencoded_reason: str | None = None
     deliver: Any = None  # the bound `on_delivery`, made once (a bound method per produce call costs)
     # (end offset, when first seen) for each end the source showed beyond what is copied, oldest first: the first
@@ -283,10 +285,12 @@ class PartitionCopy:
             forwarded=self.forwarded,
             reencoded_reason=self.reencoded_reason,
             dropped=self.dropped,
+            returned=self.returned,
+            provenance_ignored=self.provenance_ignored,
             behind_since_ms=behind_since_ms,
         )
         self.records = self.bytes = self.acked_records = self.expired = self.syncs_sent = self.forwarded = 0
-        self.dropped = 0
+        self.dropped = self.returned = self.provenance_ignored = 0
         self.reencoded_reason = None
         self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0
         self.reset_from = self.expired_from = self.expired_to = None

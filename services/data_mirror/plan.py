@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.config.transforms import TransformSpec
+from shared.replication_policy import ReplicationPolicy
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class FlowClients:
     reset_to_latest: bool
     transforms: tuple[TransformSpec, ...] = ()
     provenance: bool = False
+    policy: ReplicationPolicy | None = None  # with provenance: the names a copy's topic has along its path
 
     def task(
         self,
@@ -69,6 +71,7 @@ class FlowClients:
             blocked_retry_s=blocked_retry_s,
             transforms=self.transforms,
             provenance=self.provenance,
+            policy=self.policy,
         )
 
 

@@ -163,8 +163,12 @@ class RecordCopier:
         work = part.work
         record = MirrorRecord(work.remote_topic, work.partition, offset, key, value, list(headers or ()), timestamp)
         known = _provenance(record.headers) if self.origin is not None else None
+        if known is not None and not self._written_by_a_copy(known, work.source_topic):
+            part.provenance_ignored += 1  # forwarded by an application with another record's headers: an original
+            record.headers = [(n, v) for n, v in record.headers if n != PROVENANCE_HEADER]
+            known = None
         if known is not None and known.visited(self.target_alias):
-            part.dropped += 1  # it came from the target (or passed through it): copying it back would loop
+            part.returned += 1  # it came from the target (or passed through it): copying it back would loop
             return None
         try:
             kept = self.chain.apply(record)
@@ -177,6 +181,11 @@ class RecordCopier:
         elif self.origin is not None:
             _stamp(kept, known, Provenance(self.origin, work.source_topic, work.partition, offset))
         return kept
+
+    def _written_by_a_copy(self, known: Provenance, topic: str) -> bool:
+        """A header is a copy's own only on the topic its path names (the flow's policy at each hop)."""
+        policy = self.spec.policy
+        return policy is None or known.copy_name(policy.format_remote_topic) == topic
 
     def _too_large(self, part: PartitionCopy, offset: int, key: Any, value: Any, headers: Any, limit: int) -> bool:
         size = record_size(key, value, headers)

@@ -323,6 +323,8 @@ class TaskLoop:
                 part.records == 0
                 and part.expired == 0
                 and part.dropped == 0
+                and part.returned == 0
+                and part.provenance_ignored == 0
                 and part.reset_from is None
                 and part.refused_at is None
                 and part.source_hold is None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from shared.config.transforms import TransformSpec
 from shared.control.topic_names import mirror_transactional_id
+from shared.replication_policy import ReplicationPolicy
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class TaskSpec:
     blocked_retry_s: float
     transforms: tuple[TransformSpec, ...] = ()  # the flow's transforms, applied to each record (record path only)
     provenance: bool = False  # add the provenance header; never copy a record that came from the target
+    policy: ReplicationPolicy | None = None  # with provenance: a header is trusted on the topic its path names only
 
     @property
     def aliases(self) -> tuple[str, str]:

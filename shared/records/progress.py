@@ -40,7 +40,20 @@ class ProgressKey:
         return cls(flow, topic, partition)
 
 
-_COUNTS = frozenset({"records", "bytes", "expired", "syncs", "syncs_failed", "read_errors", "forwarded", "dropped"})
+_COUNTS = frozenset(
+    {
+        "records",
+        "bytes",
+        "expired",
+        "syncs",
+        "syncs_failed",
+        "read_errors",
+        "forwarded",
+        "dropped",
+        "returned",
+        "provenance_ignored",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,8 @@ class CopyReport:
     forwarded: int = 0  # of `records`, those in source batches forwarded unchanged (the rest went one by one)
     reencoded_reason: str | None = None  # why the last batch that was not forwarded unchanged was re-encoded
     dropped: int = 0  # records the flow's transforms dropped (not copied, by configuration)
+    returned: int = 0  # records not copied because their provenance names the target (they came from it)
+    provenance_ignored: int = 0  # provenance headers on a topic their path does not name: copied as originals
     # Since when (epoch ms) the source has held a record not yet on the target, as the task saw its end move; None
     # when nothing was behind at the commit (the age of the oldest record a failover now would leave behind).
     behind_since_ms: int | None = None

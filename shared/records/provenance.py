@@ -11,7 +11,7 @@ alias nor a topic name can hold `:` or `>`, so the value splits unambiguously.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from shared.errors import CodecError
@@ -45,6 +45,15 @@ class Provenance:
     def visited(self, cluster: str) -> bool:
         """True when the record was written at `cluster`, or copied from it."""
         return cluster == self.cluster or cluster in self.via
+
+    def copy_name(self, remote_name: Callable[[str, str], str]) -> str:
+        """The topic a copy of the record has where it now is: each cluster it left names it once
+        (`remote_name(cluster, topic)`, the replication policy's). A header found on any other topic was not written
+        by a copy there (an application forwarded it with the headers of a record it read)."""
+        name = self.topic
+        for cluster in (self.cluster, *self.via):
+            name = remote_name(cluster, name)
+        return name
 
     def leaving(self, cluster: str) -> Provenance:
         """The provenance of the record's copy from `cluster` (named once)."""

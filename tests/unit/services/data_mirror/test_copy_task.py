@@ -17,6 +17,7 @@ from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.config.transforms import PredicateSpec, TransformSpec
 from shared.records import OffsetSync
 from shared.records.progress import decode_progress_record
+from shared.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 from tests.unit.services.data_mirror.fake_kafka import (
     FakeCluster,
     FakeConsumer,
@@ -589,6 +590,30 @@ def test_with_provenance_each_first_copy_is_stamped_and_nothing_that_came_from_t
         (b"v5", b"not:valid"),
     ]
     assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 6
+
+
+@pytest.mark.parametrize("policy", [IdentityReplicationPolicy(), DefaultReplicationPolicy()], ids=repr)
+def test_a_provenance_header_on_a_topic_its_path_does_not_name_is_not_trusted(policy: ReplicationPolicy) -> None:
+    """An application on A read a copy from B and wrote a new record with that record's headers (Kafka Streams
+    forwards them): the header names B, but a copy from B would be on another topic. That record is A's own: it is
+    copied, as an original; a real copy from B (on the topic its path names) still is not."""
+    cluster = FakeCluster()
+    log = cluster.log("orders", 0)
+    from_b = policy.format_remote_topic("B", "orders")
+    forwarded = [b"B:payments:0:7", b"B:orders:0:8" if from_b != "orders" else b"C:payments:0:1>B"]
+    for i, origin in enumerate(forwarded):
+        log.append(Record(f"k{i}".encode(), f"v{i}".encode(), 1_000 + i, [("strait.provenance", origin)]))
+    if from_b == "orders":  # under one name on both sides a real copy from B is on `orders` too
+        log.append(Record(b"k2", b"v2", 1_002, [("strait.provenance", b"B:orders:0:9")]))
+    spec = dataclasses.replace(_spec(1), provenance=True, policy=policy)
+    _, error = _run(cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 2))
+    assert error is None
+    copied = [(r.value, dict(r.headers or []).get("strait.provenance")) for r in cluster.committed("A.orders", 0)]
+    assert copied == [(b"v0", b"A:orders:0:0"), (b"v1", b"A:orders:0:1")]
+    progress = read_progress(cluster, PROGRESS, FLOW)[("orders", 0)]
+    assert progress.next_offset == len(log)
+    assert progress.report is not None
+    assert (progress.report.provenance_ignored, progress.report.returned) == (2, 1 if from_b == "orders" else 0)
 
 
 def _marked_backlog(cluster: FakeCluster, records: int, every: int) -> list[int]:
