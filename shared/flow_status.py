@@ -1,6 +1,7 @@
 """A flow's replication status, summarised from its instances' ServiceStatus records (`strait status`, translator).
 
-Services may report these optional figures in `ServiceStatus.details`:
+Services may report these optional figures in `ServiceStatus.details` (a status whose figures have the wrong type is
+refused when read, `shared/control/status_figures.py`, so the summary can trust the types):
 - `records_behind` (int): source records not yet mirrored by this instance (summed over instances);
 - `topics` (int): topics this instance serves (the largest count is shown);
 - `stalled_partitions` (list of "topic-partition"): partitions behind that made no progress lately;

@@ -18,8 +18,7 @@ from services.offset_translator.checkpoint_index import CheckpointIndex
 from services.offset_translator.errors import NotReadyError, UnknownClusterError, UnknownFlowError
 from services.offset_translator.flows import FlowKey, ServedFlow
 from services.offset_translator.status_index import StatusIndex
-from shared.control.codec import decode_event
-from shared.control.events import ServiceStatus
+from shared.control.codec import decode_status
 from shared.dr.records import decode_record
 from shared.dr.store import DrView
 from shared.errors import CodecError
@@ -150,15 +149,19 @@ class TranslatorIndex:
         self.records_read["offset-syncs"] += len(records)
 
     def on_status_records(self, cluster: str, records: Sequence[FollowedRecord]) -> None:
-        """Apply status records of one cluster; a tombstone forgets its instance."""
+        """Apply status records of one cluster; a tombstone forgets its instance, and a record that is no status
+        a reader can use is skipped and counted (its instance keeps the status it had)."""
         for record in records:
             if record.value is None:
                 if record.key is not None:
                     self.statuses.remove_instance(cluster, record.key.decode(errors="replace"))
                 continue
-            event = decode_event(record.value, topic=record.topic, offset=record.offset)
-            if isinstance(event, ServiceStatus):
-                self.statuses.apply_status(cluster, event)
+            try:
+                status = decode_status(record.value)
+            except CodecError as exc:
+                self._skip("status", record, str(exc))
+                continue
+            self.statuses.apply_status(cluster, status)
         self.records_read["status"] += len(records)
 
     def on_heartbeat_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -234,3 +236,38 @@ async def test_a_checkpoint_with_a_negative_partition_or_offset_is_not_served(
     ]
     metrics = (await client.get("/metrics")).text
     assert 'strait_translator_records_skipped_total{kind="checkpoints"} 3.0' in metrics
+
+
+def status_record(offset: int, instance: str, **fields: object) -> FollowedRecord:
+    """A status record as any writer could put it on the topic, with fields no model checked."""
+    body = {"type": "status", "version": 1, "flow": "A->B", "ts": NOW_MS - 1000, "service": "data-mirror"}
+    return FollowedRecord(offset, instance.encode(), json.dumps({**body, "instance": instance, **fields}).encode(), 0)
+
+
+async def test_a_malformed_status_record_is_skipped_and_every_other_instance_still_listed(
+    client: httpx.AsyncClient, app: object
+) -> None:
+    index = app.state.index  # type: ignore[attr-defined]
+    index.on_status_records(
+        "B",
+        [
+            status_record(0, "dm-1", state="running", details={"records_behind": 3}),
+            status_record(1, "dm-2", state="running", details={"stalled_partitions": 5}),
+            status_record(2, "dm-1", state="running", details={"records_behind": "many", "dr": ["failed-over"]}),
+            status_record(3, "cp-1", state="running", service="checkpoint", details=["not", "a", "dict"]),
+            status_record(4, "ts-1", state="running", service="topic-sync", details={"topics": 4}),
+        ],
+    )
+
+    for url in ("/v1/status", "/v1/flows/A/B/status"):
+        response = await client.get(url)
+        assert response.status_code == 200, response.text
+    status = response.json()
+    # dm-1 keeps its last good status; dm-2 and cp-1 never had one.
+    assert [(i["instance"], i["records_behind"], i["topics"]) for i in status["instances"]] == [
+        ("dm-1", 3, None),
+        ("ts-1", None, 4),
+    ]
+    assert status["records_behind"] == 3
+    metrics = (await client.get("/metrics")).text
+    assert 'strait_translator_records_skipped_total{kind="status"} 3.0' in metrics

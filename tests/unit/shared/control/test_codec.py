@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -18,6 +19,8 @@ from shared.control import (
     encode_event,
     progress_topic,
 )
+from shared.control.codec import decode_status
+from shared.errors import CodecError
 
 
 @pytest.mark.parametrize(
@@ -82,3 +85,48 @@ def test_a_hand_over_names_only_the_tasks_it_lists() -> None:
     assert decoded.names(3, 9)
     assert not decoded.names(0, 8), "a later task of the same slot keeps running"
     assert not decoded.names(1, 7)
+
+
+def status_bytes(details: object, **fields: object) -> bytes:
+    body = {"type": "status", "version": 1, "flow": "A->B", "ts": 5, "service": "data-mirror", "instance": "dm-1",
+            "state": "running", "details": details, **fields}  # fmt: skip
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {},
+        {"records_behind": 3, "topics": 2, "tasks_running": 0, "stalled_partitions": ["orders-0", 7]},
+        {"heartbeat_age_s": 1, "group_rpo": None, "rpo": {"records": 0}, "dr": {"state": "unknown", "note": "x"}},
+        {"audit": "not started", "anything": ["else", {"goes": 1}]},
+        {"audit": {"missing": 0, "altered": 0, "unexpected": 1, "losses": [], "verified": 9}},
+    ],
+)
+def test_a_status_a_reader_can_use_decodes_as_it_was_written(details: dict[str, object]) -> None:
+    status = decode_status(status_bytes(details))
+    assert status == ServiceStatus(flow="A->B", ts=5, service="data-mirror", instance="dm-1", state="running",
+                                   details=details)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (status_bytes(["not", "a", "dict"]), "invalid fields"),
+        (status_bytes("a string"), "invalid fields"),
+        (status_bytes({}, state="asleep"), "invalid fields"),
+        (status_bytes({"stalled_partitions": 5}), "details.stalled_partitions: Input should be a valid list"),
+        (status_bytes({"stalled_partitions": "orders-0"}), "details.stalled_partitions"),
+        (status_bytes({"records_behind": "many"}), "details.records_behind"),
+        (status_bytes({"records_behind": True}), "details.records_behind"),
+        (status_bytes({"heartbeat_age_s": "1s"}), "details.heartbeat_age_s"),
+        (status_bytes({"dr": ["failed-over"]}), "details.dr"),
+        (status_bytes({"dr": {"state": "failed-over", "since_ts": "yesterday"}}), "details.dr.since_ts"),
+        (status_bytes({"audit": {"missing": "x"}}), "details.audit"),
+        (b"\xff not json", "not JSON"),
+        (encode_event(FlowResumed(flow="A->B")), "not a status"),
+    ],
+)
+def test_a_status_a_reader_cannot_use_is_a_codec_error(value: bytes, message: str) -> None:
+    with pytest.raises(CodecError, match=re.escape(message)):
+        decode_status(value)
