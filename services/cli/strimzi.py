@@ -6,16 +6,23 @@ patterns and its connectors' `config`. Secrets stay in Kubernetes Secrets: every
 from a directory (Kafka's DirectoryConfigProvider, as Strimzi mounts them), `<secrets dir>/<secret name>/<key>`.
 What has no Strait equivalent (OAuth, connector-level Connect settings such as `tasksMax`) is listed, never
 dropped silently.
+
+The resource is input to distrust: every key and value is written with Java's properties escaping (no value adds
+a line, so none can add a key such as a `security.protocol` downgrade), and each Secret name and key, which become
+a path under the secrets directory, must be a name Kubernetes itself accepts (so `../..` cannot leave the mount).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from shared.config.layout import ALIAS
+from shared.config.properties import comment_line, printable, property_line
 from shared.errors import ConfigError
 
 SECRETS_DIR = "/etc/strait/secrets"
@@ -29,6 +36,11 @@ _PATTERNS = (  # Strimzi's mirror field -> MM2's flow key (older Strimzi spelt t
     ("groupsExcludePattern", "groups.exclude"),
     ("groupsBlacklistPattern", "groups.exclude"),
 )
+# Kubernetes' rules (apimachinery's IsDNS1123Subdomain and IsConfigMapKey) for a Secret's name and its keys.
+_SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SECRET_NAME_MAX = 253
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_JAAS_QUOTED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}  # what ends a quoted JAAS value
 
 
 @dataclass
@@ -40,18 +52,27 @@ class Conversion:
     not_converted: list[str] = field(default_factory=list)
 
     def set(self, key: str, value: object) -> None:
-        """One `key = value` line (a Java properties value: backslashes and line breaks escaped)."""
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        self.lines.append(f"{key} = {text.replace(chr(92), chr(92) * 2).replace(chr(10), chr(92) + 'n')}")
+        """One `key = value` line, escaped as Java's Properties.store does: it reads back as this one key."""
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(value, str | int | float):
+            text = str(value)
+        else:
+            raise ConfigError(f"{key}: expected a string, number or boolean, got {_kind(value)}", key=key)
+        self.lines.append(property_line(key, text))
+
+    def note(self, item: str) -> None:
+        """Name what was not converted (kept printable: it is shown on stderr and in the header)."""
+        self.not_converted.append(printable(item))
 
     def text(self) -> str:
         """The whole file."""
         header = [
-            f"# Converted from the KafkaMirrorMaker2 resource {self.name!r} by `strait convert-strimzi`.",
-            f"# Secrets are read from {SECRETS_DIR}/<secret name>/<key>: mount each Secret named below there.",
+            f"Converted from the KafkaMirrorMaker2 resource {self.name!r} by `strait convert-strimzi`.",
+            f"Secrets are read from {SECRETS_DIR}/<secret name>/<key>: mount each Secret named below there.",
+            *(f"NOT CONVERTED: {item}" for item in self.not_converted),
         ]
-        header += [f"# NOT CONVERTED: {item}" for item in self.not_converted]
-        return "\n".join([*header, "", *self.lines]) + "\n"
+        return "\n".join([*map(comment_line, header), "", *self.lines]) + "\n"
 
 
 def convert(resource_text: str, secrets_dir: str = SECRETS_DIR) -> Conversion:
@@ -66,7 +87,7 @@ def convert(resource_text: str, secrets_dir: str = SECRETS_DIR) -> Conversion:
     clusters = [_mapping(c, "spec.clusters[]") for c in spec.get("clusters") or []]
     if not clusters:
         raise ConfigError("spec.clusters is empty: a KafkaMirrorMaker2 (v1beta2) names its clusters there")
-    aliases = [str(_required(c, "alias", "spec.clusters[]")) for c in clusters]
+    aliases = [_alias(_required(c, "alias", "spec.clusters[]")) for c in clusters]
     out.set("config.providers", PROVIDER)
     out.set(f"config.providers.{PROVIDER}.class", "org.apache.kafka.common.config.provider.DirectoryConfigProvider")
     out.set("clusters", ", ".join(aliases))
@@ -74,10 +95,11 @@ def convert(resource_text: str, secrets_dir: str = SECRETS_DIR) -> Conversion:
         _cluster(out, cluster, secrets_dir)
     for mirror in spec.get("mirrors") or []:
         _mirror(out, _mapping(mirror, "spec.mirrors[]"), set(aliases))
-    if spec.get("replicas") not in (None, 1):
-        out.not_converted.append(
-            f"replicas: {spec['replicas']} (Strait's services scale on their own: see docs/operations.md)"
-        )
+    replicas = spec.get("replicas")
+    if replicas is not None and (isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0):
+        raise ConfigError(f"spec.replicas: expected a whole number of pods (0 or more), got {_shown(replicas)}")
+    if replicas not in (None, 1):
+        out.note(f"replicas: {replicas} (Strait's services scale on their own: see docs/operations.md)")
     return out
 
 
@@ -96,7 +118,7 @@ def _cluster(out: Conversion, cluster: Mapping[str, Any], secrets_dir: str) -> N
         certificates = [_mapping(c, where) for c in tls.get("trustedCertificates") or []]
         if certificates:
             out.set(f"{alias}.ssl.truststore.type", "PEM")
-            refs = [_ref(secrets_dir, c, "certificate", alias) for c in certificates]
+            refs = [_ref(secrets_dir, c, where, "certificate") for c in certificates]
             out.set(f"{alias}.ssl.truststore.certificates", "\n".join(refs))
     if isinstance(auth, Mapping):
         _authentication(out, alias, auth, secrets_dir)
@@ -106,11 +128,11 @@ def _cluster(out: Conversion, cluster: Mapping[str, Any], secrets_dir: str) -> N
 
 def _authentication(out: Conversion, alias: str, auth: Mapping[str, Any], secrets_dir: str) -> None:
     kind = auth.get("type")
+    where = f"cluster {alias} authentication"
     if kind in _SCRAM or kind == "plain":
-        username = _required(auth, "username", f"cluster {alias} authentication")
-        password = _mapping(_required(auth, "passwordSecret", f"cluster {alias} authentication"), "passwordSecret")
-        secret = f"${{{PROVIDER}:{secrets_dir}/{_required(password, 'secretName', 'passwordSecret')}:"
-        secret += f"{_required(password, 'password', 'passwordSecret')}}}"
+        username = "".join(_JAAS_QUOTED.get(char, char) for char in str(_required(auth, "username", where)))
+        password = _mapping(_required(auth, "passwordSecret", where), f"{where}.passwordSecret")
+        secret = _ref(secrets_dir, password, f"{where}.passwordSecret", "password")
         module = "plain.PlainLoginModule" if kind == "plain" else "scram.ScramLoginModule"
         out.set(f"{alias}.sasl.mechanism", "PLAIN" if kind == "plain" else _SCRAM[str(kind)])
         out.set(
@@ -118,12 +140,13 @@ def _authentication(out: Conversion, alias: str, auth: Mapping[str, Any], secret
             f'org.apache.kafka.common.security.{module} required username="{username}" password="{secret}";',
         )
     elif kind == "tls":
-        pair = _mapping(_required(auth, "certificateAndKey", f"cluster {alias} authentication"), "certificateAndKey")
+        pair = _mapping(_required(auth, "certificateAndKey", where), f"{where}.certificateAndKey")
         out.set(f"{alias}.ssl.keystore.type", "PEM")
-        out.set(f"{alias}.ssl.keystore.certificate.chain", _ref(secrets_dir, pair, "certificate", alias))
-        out.set(f"{alias}.ssl.keystore.key", _ref(secrets_dir, pair, "key", alias))
+        pair_where = f"{where}.certificateAndKey"
+        out.set(f"{alias}.ssl.keystore.certificate.chain", _ref(secrets_dir, pair, pair_where, "certificate"))
+        out.set(f"{alias}.ssl.keystore.key", _ref(secrets_dir, pair, pair_where, "key"))
     else:
-        out.not_converted.append(f"cluster {alias}: authentication type {kind!r} (Strait reads SCRAM, PLAIN and TLS)")
+        out.note(f"cluster {alias}: authentication type {kind!r} (Strait reads SCRAM, PLAIN and TLS)")
 
 
 def _mirror(out: Conversion, mirror: Mapping[str, Any], aliases: set[str]) -> None:
@@ -152,14 +175,47 @@ def _mirror(out: Conversion, mirror: Mapping[str, Any], aliases: set[str]) -> No
         for key, value in (settings.get("config") or {}).items():
             out.set(f"{flow}.{key}", value)
         for unused in sorted(set(settings) - {"config"}):
-            out.not_converted.append(
-                f"mirror {flow} {connector}.{unused} (a Connect setting; Strait's copy tasks: STRAIT_TASKS)"
-            )
+            out.note(f"mirror {flow} {connector}.{unused} (a Connect setting; Strait's copy tasks: STRAIT_TASKS)")
 
 
-def _ref(secrets_dir: str, holder: Mapping[str, Any], key_field: str, alias: str) -> str:
-    secret = _required(holder, "secretName", f"cluster {alias}")
-    return f"${{{PROVIDER}:{secrets_dir}/{secret}:{_required(holder, key_field, f'cluster {alias}')}}}"
+def _ref(secrets_dir: str, holder: Mapping[str, Any], where: str, key_field: str) -> str:
+    """The reference to a Secret's key as mounted, `${secrets:<dir>/<secret name>:<key>}`; both names checked."""
+    secret = _required(holder, "secretName", where)
+    if not isinstance(secret, str) or len(secret) > _SECRET_NAME_MAX or _SECRET_NAME.fullmatch(secret) is None:
+        raise ConfigError(
+            f"{where}.secretName: {_shown(secret)} is not a Kubernetes Secret name (lowercase letters, digits, '-' "
+            f"and '.', starting and ending with a letter or digit, at most {_SECRET_NAME_MAX} characters)"
+        )
+    key = _required(holder, key_field, where)
+    if not isinstance(key, str) or _SECRET_KEY.fullmatch(key) is None or key in (".", ".."):
+        raise ConfigError(
+            f"{where}.{key_field}: {_shown(key)} is not a key of a Kubernetes Secret "
+            "(letters, digits, '-', '_' and '.', and not '.' or '..')"
+        )
+    return f"${{{PROVIDER}:{secrets_dir}/{secret}:{key}}}"
+
+
+def _alias(value: object) -> str:
+    """A cluster alias Strait reads: it prefixes keys and topic names, and `clusters` lists it."""
+    alias = str(value)
+    if ALIAS.fullmatch(alias) is None:
+        raise ConfigError(
+            f"spec.clusters[].alias: {_shown(value)} is not a cluster alias Strait reads (letters, digits, '_' and "
+            "'-' only: aliases prefix topic names)"
+        )
+    return alias
+
+
+def _shown(value: object) -> str:
+    """`value` quoted for an error message, on one line and of bounded length."""
+    text = repr(value)
+    return text if len(text) <= 100 else text[:100] + "..."
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _mapping(value: object, where: str) -> Mapping[str, Any]:

@@ -21,7 +21,7 @@ from shared.config.values import parse_list, value_error
 from shared.errors import ConfigError
 
 SIDES = ("source", "target")
-_ALIAS = re.compile(r"[A-Za-z0-9_-]+")
+ALIAS = re.compile(r"[A-Za-z0-9_-]+")  # what a cluster alias may hold (it prefixes topic names)
 # Every ordered pair of clusters is a flow (MM2 builds them all, for heartbeats): 100 clusters are 9,900.
 MAX_CLUSTERS = 100
 
@@ -60,7 +60,7 @@ def _parse_clusters(props: Mapping[str, str]) -> tuple[str, ...]:
         raise value_error(CLUSTERS_KEY, value, f"at most {MAX_CLUSTERS} cluster aliases, not {len(aliases)}")
     reserved = first_segments()
     for alias in aliases:
-        if _ALIAS.fullmatch(alias) is None:
+        if ALIAS.fullmatch(alias) is None:
             raise value_error(
                 CLUSTERS_KEY,
                 value,

@@ -11,6 +11,9 @@ ConfigDef trims most typed values later anyway); whitespace written as an escape
 Limits Java does not have, against hostile files: a file is at most MAX_FILE_BYTES and holds no NUL
 byte (binary data, or a UTF-16 file, is refused instead of read as nonsense keys), and a logical line
 is at most MAX_LINE_CHARS characters.
+
+Writing (`property_line`, `comment_line`) escapes as Java's Properties.store does, so whatever a key or value
+holds (line breaks, separators, `#`) it reads back, here and in Java, as exactly that one key and value.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from shared.errors import ConfigError
 _WHITESPACE = " \t\f"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_ESCAPE_LETTERS = {char: letter for letter, char in _SIMPLE_ESCAPES.items()}
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_LINE_CHARS = 1024 * 1024
 
@@ -54,6 +58,52 @@ def _entries(text: str, source: str) -> Iterator[tuple[int, str, str]]:
         )
         trimmed = value.rstrip(_WHITESPACE)
         yield line_number, key, value[: max(len(trimmed), protected)]
+
+
+def property_line(key: str, value: str) -> str:
+    """One `key = value` line that reads back as exactly `key` and `value` (and holds only printable ASCII)."""
+    return f"{_escape(key, in_key=True)} = {_escape(value, in_key=False)}"
+
+
+def comment_line(text: str) -> str:
+    """`# text`, one comment line whatever `text` holds (see `printable`)."""
+    return "# " + printable(text)
+
+
+def printable(text: str) -> str:
+    """`text` with each character but printable ASCII written as `\\uXXXX`: no line break, no terminal control."""
+    return "".join(char if " " <= char < "\x7f" else _unicode_escape(char) for char in text)
+
+
+def _escape(text: str, *, in_key: bool) -> str:
+    """Java's Properties.saveConvert, with \\uXXXX for non-ASCII (as `store(OutputStream)` writes).
+
+    A key also escapes every space and `= : # !`. A value escapes its first space and, since this reader trims a
+    value's trailing whitespace, its last; `= : # !` in a value are left as written (Java escapes them too, but
+    only the key of a line can end at one or start a comment, and the key always comes first).
+    """
+    out: list[str] = []
+    last = len(text) - 1
+    for position, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char == " ":
+            out.append("\\ " if in_key or position in (0, last) else " ")
+        elif char in _ESCAPE_LETTERS:
+            out.append("\\" + _ESCAPE_LETTERS[char])
+        elif char in "=:#!" and in_key:
+            out.append("\\" + char)
+        elif " " < char < "\x7f":
+            out.append(char)
+        else:
+            out.append(_unicode_escape(char))
+    return "".join(out)
+
+
+def _unicode_escape(char: str) -> str:
+    """`\\uXXXX` for each UTF-16 unit of `char` (a character outside the BMP is a surrogate pair, as in Java)."""
+    units = char.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
 
 
 def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:

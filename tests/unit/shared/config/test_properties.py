@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from shared.config import load_properties_file, parse_properties
+from shared.config.properties import comment_line, property_line
 from shared.errors import ConfigError
 
 
@@ -127,3 +128,48 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
 def test_directory_is_not_readable_as_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=str(tmp_path)):
         load_properties_file(tmp_path)
+
+
+HOSTILE = [
+    "",
+    "plain",
+    "a\rb.security.protocol=PLAINTEXT",
+    "a\nb = c",
+    "a\r\nb",
+    "=value",
+    ":value",
+    "#not a comment",
+    "!not a comment",
+    "key = value: # !",
+    " leading",
+    "trailing ",
+    "  ",
+    "\t\f tabs and feeds \t",
+    "ends in a backslash\\",
+    "\\\\ two \\n not a newline \\u0041",
+    "line\u2028separator\u2029paragraph\x85next line\x0bvertical tab",
+    "unicode é ü 中文 😀 \x00 \x1b[31m \x7f",
+]
+
+
+@pytest.mark.parametrize("key", HOSTILE)
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_written_line_reads_back_as_exactly_its_key_and_value(key: str, value: str) -> None:
+    line = property_line(key, value)
+    assert line.isascii(), line
+    assert line.isprintable(), line
+    assert parse_properties(f"{line}\nnext = 1\n") == {key: value, "next": "1"}
+
+
+def test_written_lines_are_what_java_properties_store_writes() -> None:
+    assert property_line("a b=c:d#e!f\\", "x=y:z#!") == "a\\ b\\=c\\:d\\#e\\!f\\\\ = x=y:z#!"
+    assert property_line("k", " a\tb\nc\rd\fe ") == "k = \\ a\\tb\\nc\\rd\\fe\\ "
+    assert property_line("k", "é😀\u2028") == "k = \\u00E9\\uD83D\\uDE00\\u2028"
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_comment_stays_one_comment(text: str) -> None:
+    comment = comment_line(text)
+    assert comment.isascii()
+    assert comment.isprintable()
+    assert parse_properties(f"{comment}\nnext = 1\n") == {"next": "1"}
