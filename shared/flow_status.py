@@ -9,7 +9,9 @@ refused when read, `shared/control/status_figures.py`, so the summary can trust 
 - `rpo` (data-mirror, an `RpoSummary`): what a failover now would leave behind on the source;
 - `dr` (every service of the flow): the flow's DR state once a failover or failback ran (`shared/dr`);
 - `group_rpo` (checkpoint): groups whose checkpoint stands for an older commit than their last, and by how much.
-A status is stale when it is older than `stale_after_s`: its instance stopped reporting without saying so.
+A status is stale when it is older than `stale_after_s`: its instance stopped reporting without saying so; or when
+it is stamped too far ahead of the reader's clock to be believed (`shared/clock_skew.py`): a status from the future
+would otherwise stay 0 s old, and its instance look live, for as long as that future is.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shared.clock_skew import MAX_AHEAD_MS, too_far_ahead
 from shared.control.events import ServiceStatus
 from shared.dr.records import RpoSummary
 
@@ -38,6 +41,11 @@ class InstanceSummary(BaseModel):
     state: str = Field(description="as reported: starting, running, paused, degraded, stopped, failed")
     stale: bool = Field(description="no status within the staleness window: the instance may be gone")
     age_s: float = Field(description="seconds since the instance reported this status")
+    clock_ahead_s: float | None = Field(
+        default=None,
+        description=f"set when the status is stamped more than {MAX_AHEAD_MS // 1000} s ahead of the reader's clock: "
+        "by how much; the instance's clock (or the record) is wrong, and the status is taken as stale",
+    )
     release: str = ""
     started_ts: int = 0
     last_error: str | None = None
@@ -76,12 +84,14 @@ def _int(details: Mapping[str, Any], key: str) -> int | None:
 
 def _summarize_instance(status: ServiceStatus, now_ms: int, stale_after_s: float) -> InstanceSummary:
     age_s = max(0.0, (now_ms - status.ts) / 1000)
+    ahead = too_far_ahead(status.ts, now_ms)
     return InstanceSummary(
         service=status.service,
         instance=status.instance,
         state=status.state,
-        stale=status.state != "stopped" and age_s > stale_after_s,
+        stale=status.state != "stopped" and (ahead or age_s > stale_after_s),
         age_s=round(age_s, 3),
+        clock_ahead_s=round((status.ts - now_ms) / 1000, 3) if ahead else None,
         release=status.release,
         started_ts=status.started_ts,
         last_error=status.last_error,

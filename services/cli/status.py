@@ -19,6 +19,7 @@ from services.cli.console import stdout_console
 from services.cli.errors import EXIT_UNHEALTHY, CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import ConfigOption, JsonOption, TokenOption, TranslatorOption
 from services.cli.translator_client import TranslatorClient
+from shared.clock_skew import AheadLog, too_far_ahead
 from shared.config import FlowConfig, load_mm2_config
 from shared.control import read_statuses
 from shared.control.events import ServiceStatus, now_ms
@@ -41,18 +42,25 @@ _STATE_STYLE = {
 
 HEALTHY_STATES = ("running", "starting")
 Fetch = Callable[[], list[FlowStatus]]
+_AHEAD = AheadLog()  # once per flow a minute, also under --watch
 
 
 def _heartbeat_ms(flow: FlowConfig, timeout_s: float) -> int | None:
-    """Timestamp of the newest heartbeat mirrored into the flow's target, or None."""
+    """Timestamp of the newest heartbeat mirrored into the flow's target, or None (also for one stamped too far
+    ahead of this clock to be believed: it would show a stalled flow as live)."""
     topic = FlowContext.of(flow).topics.remote_heartbeats_topic
     record = last_record(flow.target_consumer_props(), topic, timeout_s=timeout_s)
     if record is None or record.key is None or record.value is None:
         return None
     try:
-        return Heartbeat.decode(record.key, record.value).timestamp_ms
+        timestamp_ms = Heartbeat.decode(record.key, record.value).timestamp_ms
     except CodecError:
         return None
+    now = now_ms()
+    if too_far_ahead(timestamp_ms, now):
+        _AHEAD.warn("heartbeats", timestamp_ms, now, flow=flow.name)
+        return None
+    return timestamp_ms
 
 
 def statuses_from_clusters(
@@ -149,11 +157,13 @@ def render_flow(status: FlowStatus) -> RenderableType:
         table.add_column(column)
     for instance in status.instances:
         state = f"{instance.state} (stale)" if instance.stale else instance.state
+        ahead = instance.clock_ahead_s
+        reported = f"{_age(instance.age_s)} ago" if ahead is None else f"{_age(ahead)} ahead of this clock"
         table.add_row(
             instance.service,
             instance.instance,
             Text(state, _STATE_STYLE.get(instance.state, "")),
-            f"{_age(instance.age_s)} ago",
+            reported,
             _number(instance.topics),
             _number(instance.records_behind),
             instance.last_error or "",

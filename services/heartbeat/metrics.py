@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from shared.clock_skew import MAX_AHEAD_MS
+
 LATENCY_BUCKETS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
 
 
 class HeartbeatMetrics:
-    """Heartbeats emitted per pair; per watched flow: received, latency, age of the newest, stalled."""
+    """Heartbeats emitted per pair; per watched flow: received, not believed, latency, age of the newest, stalled."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.emitted = Counter(
@@ -23,6 +25,12 @@ class HeartbeatMetrics:
         self.received = Counter(
             "strait_heartbeats_received",
             "mirrored heartbeats read on the flow's target (<source>.heartbeats)",
+            ["flow"],
+            registry=registry,
+        )
+        self.ahead = Counter(
+            "strait_heartbeats_ahead_of_clock",
+            f"mirrored heartbeats stamped more than {MAX_AHEAD_MS // 1000} s ahead of this clock: not believed",
             ["flow"],
             registry=registry,
         )

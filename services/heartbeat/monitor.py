@@ -9,6 +9,7 @@ import structlog
 
 from services.heartbeat.liveness import Liveness, LivenessState
 from services.heartbeat.metrics import HeartbeatMetrics
+from shared.clock_skew import AheadLog
 from shared.flow_context import FlowContext
 from shared.kafka.follow import FollowedRecord, TopicFollower
 from shared.records import Heartbeat
@@ -32,15 +33,20 @@ class FlowMonitor:
         self.state: LivenessState = "waiting"
         self.invalid_records = 0
         self.log = structlog.get_logger("heartbeat").bind(flow=flow.name)
+        self._ahead_log = AheadLog(self.log)
 
     def _handle(self, records: Sequence[FollowedRecord]) -> None:
         # Heartbeats read before the first catch-up are history: they set the newest timestamp, but their
         # age is not a replication latency.
         live = self.follower.caught_up
         for _, heartbeat in decoded(records, lambda key, value, _: Heartbeat.decode(key, value), self._skip):
-            latency = self.liveness.observe(heartbeat.timestamp_ms, now_ms())
+            now = now_ms()
+            latency = self.liveness.observe(heartbeat.timestamp_ms, now)
             self._metrics.received.labels(self.flow.name).inc()
-            if live:
+            if latency is None:  # stamped too far ahead: not believed
+                self._metrics.ahead.labels(self.flow.name).inc()
+                self._ahead_log.warn("heartbeats", heartbeat.timestamp_ms, now)  # the log names the flow
+            elif live:
                 self._metrics.latency_ms.labels(self.flow.name).observe(latency)
                 self._metrics.last_latency_ms.labels(self.flow.name).set(latency)
 

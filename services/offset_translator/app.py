@@ -100,7 +100,7 @@ def create_app(
     Pass `index` (and `follow=False`) to serve an index filled some other way, e.g. by a test.
     """
     flows = selected_flows(config, settings.flows, require_enabled=False)
-    index = index if index is not None else build_index(config, flows)
+    index = index if index is not None else build_index(config, flows, clock=clock)
     service = TranslatorService(settings, config, flows, index) if follow else None
     registry = registry if registry is not None else CollectorRegistry()
     token_check = _token_check(settings)

@@ -2,14 +2,16 @@
 
 Feeds (see `feeds.py`) call the `on_*` methods with records in log order, on the event loop; the API reads
 without I/O. Nothing is answered for a flow until its checkpoints and offset-syncs topics were read to
-their end once (MM2's rule for offset syncs, applied to checkpoints too).
+their end once (MM2's rule for offset syncs, applied to checkpoints too). A heartbeat or status stamped too far
+ahead of the index's clock is counted (`shared/clock_skew.py`): the heartbeat is skipped, the status kept (the
+status summary takes it as stale).
 """
 
 from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -18,7 +20,9 @@ from services.offset_translator.checkpoint_index import CheckpointIndex
 from services.offset_translator.errors import NotReadyError, UnknownClusterError, UnknownFlowError
 from services.offset_translator.flows import FlowKey, ServedFlow
 from services.offset_translator.status_index import StatusIndex
+from shared.clock_skew import AheadLog, too_far_ahead
 from shared.control.codec import decode_status
+from shared.control.events import now_ms
 from shared.dr.records import decode_record
 from shared.dr.store import DrView
 from shared.errors import CodecError
@@ -44,7 +48,13 @@ class TopicSnapshot:
 class TranslatorIndex:
     """Everything the API answers from, for the served flows and the clusters they touch."""
 
-    def __init__(self, flows: Iterable[ServedFlow], cluster_policies: Mapping[str, ReplicationPolicy]) -> None:
+    def __init__(
+        self,
+        flows: Iterable[ServedFlow],
+        cluster_policies: Mapping[str, ReplicationPolicy],
+        *,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self.flows: dict[FlowKey, ServedFlow] = {flow.key: flow for flow in flows}
         self.cluster_policies = dict(cluster_policies)
         self.checkpoints = CheckpointIndex()
@@ -52,6 +62,9 @@ class TranslatorIndex:
         self.statuses = StatusIndex()
         self.records_read: Counter[str] = Counter()
         self.records_skipped: Counter[str] = Counter()
+        self.records_ahead: Counter[str] = Counter()  # stamped too far ahead of `clock` (epoch ms)
+        self._clock = clock
+        self._ahead_log = AheadLog(_log)
         self._checkpoints_loaded: set[FlowKey] = set()
         self._topics: dict[str, TopicSnapshot] = {}
         # data-mirror's latest committed position per partition (what a failover now would leave behind), and
@@ -161,15 +174,17 @@ class TranslatorIndex:
             except CodecError as exc:
                 self._skip("status", record, str(exc))
                 continue
+            self._ahead("status", status.ts, instance=status.instance)
             self.statuses.apply_status(cluster, status)
         self.records_read["status"] += len(records)
 
     def on_heartbeat_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
-        """Remember the newest mirrored heartbeat of the flow."""
+        """Remember the newest mirrored heartbeat of the flow; one stamped too far ahead is never the newest."""
         skip = functools.partial(self._skip, "heartbeats")
         decode: Decode[Heartbeat] = lambda key, value, _: Heartbeat.decode(key, value)  # noqa: E731
         for _, heartbeat in decoded(records, decode, skip, on_tombstone=skip):
-            self.statuses.apply_heartbeat(flow, heartbeat.timestamp_ms)
+            if not self._ahead("heartbeats", heartbeat.timestamp_ms, flow=self.flows[flow].name):
+                self.statuses.apply_heartbeat(flow, heartbeat.timestamp_ms)
         self.records_read["heartbeats"] += len(records)
 
     def on_progress_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
@@ -195,6 +210,15 @@ class TranslatorIndex:
             if decoded is not None:
                 view.apply(decoded)
         self.records_read["dr"] += len(records)
+
+    def _ahead(self, kind: str, ts_ms: int, **where: str) -> bool:
+        """True (counted, warned of) when `ts_ms` is too far ahead of the clock to be believed."""
+        now = self._clock()
+        if not too_far_ahead(ts_ms, now):
+            return False
+        self.records_ahead[kind] += 1
+        self._ahead_log.warn(kind, ts_ms, now, **where)
+        return True
 
     def _skip(self, kind: str, record: FollowedRecord, reason: str) -> None:
         self.records_skipped[kind] += 1

@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.offset_translator.index import TranslatorIndex
+from shared.clock_skew import MAX_AHEAD_MS
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
@@ -41,7 +42,7 @@ class IndexCollector(Collector):
         self._index = index
 
     def collect(self) -> Iterator[Metric]:
-        """Groups, checkpoints and load state per flow; records read and skipped per topic kind."""
+        """Groups, checkpoints and load state per flow; records read, skipped and stamped ahead per topic kind."""
         groups = GaugeMetricFamily("strait_translator_index_groups", "groups with checkpoints", labels=["flow"])
         checkpoints = GaugeMetricFamily(
             "strait_translator_index_checkpoints", "group-partitions with a checkpoint", labels=["flow"]
@@ -62,11 +63,19 @@ class IndexCollector(Collector):
         skipped = CounterMetricFamily(
             "strait_translator_records_skipped", "records that did not decode and were skipped", labels=["kind"]
         )
+        ahead = CounterMetricFamily(
+            "strait_translator_records_ahead_of_clock",
+            f"heartbeats and statuses stamped more than {MAX_AHEAD_MS // 1000} s ahead of the translator's clock (not "
+            "believed: a heartbeat is skipped, a status taken as stale)",
+            labels=["kind"],
+        )
         for kind, count in sorted(self._index.records_read.items()):
             read.add_metric([kind], count)
         for kind, count in sorted(self._index.records_skipped.items()):
             skipped.add_metric([kind], count)
-        yield from (groups, checkpoints, loaded, read, skipped)
+        for kind, count in sorted(self._index.records_ahead.items()):
+            ahead.add_metric([kind], count)
+        yield from (groups, checkpoints, loaded, read, skipped, ahead)
 
 
 class MetricsMiddleware:

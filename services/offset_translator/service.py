@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.offset_translator.feeds import build_followers
@@ -28,11 +28,14 @@ FINAL_STATUS_TIMEOUT_S = 3.0  # with the publisher's own stop bound, SIGTERM end
 FOLLOW_ERROR_WINDOW_S = 30.0
 
 
-def build_index(config: MirrorMakerConfig, flows: tuple[FlowConfig, ...]) -> TranslatorIndex:
-    """An empty index for `flows`, knowing every cluster of the config."""
+def build_index(
+    config: MirrorMakerConfig, flows: tuple[FlowConfig, ...], *, clock: Callable[[], int] = now_ms
+) -> TranslatorIndex:
+    """An empty index for `flows`, knowing every cluster of the config; `clock` is the API's (epoch ms)."""
     return TranslatorIndex(
         [ServedFlow.of(flow) for flow in flows],
         {alias: cluster_policy(config, alias) for alias in config.clusters},
+        clock=clock,
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from shared.control.events import ServiceStatus
 from shared.control.status_reporter import State as ServiceState
 from shared.kafka.follow import FollowedRecord
 from tests.unit.services.cli.conftest import Translator, run_cli
+from tests.unit.services.offset_translator.conftest import NOW_MS  # the translator's clock
 
 GOOD = "clusters=A,B\nA.bootstrap.servers=127.0.0.1:9092\nB.bootstrap.servers=127.0.0.1:9093\nA->B.enabled=true\n"
 
@@ -26,7 +26,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _report(translator: Translator, state: ServiceState, **details: object) -> None:
     status = ServiceStatus(
-        flow="A->B", service="data-mirror", instance="dm-1", state=state, ts=int(time.time() * 1000), details=details
+        flow="A->B", service="data-mirror", instance="dm-1", state=state, ts=NOW_MS - 1000, details=details
     )
     translator.app.state.index.on_status_records("B", [FollowedRecord(0, b"dm-1", encode_event(status), 0)])
 

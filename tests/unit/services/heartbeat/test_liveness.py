@@ -40,3 +40,15 @@ def test_an_older_heartbeat_read_late_never_makes_the_flow_look_fresher() -> Non
     liveness.observe(T0 + 1000, T0 + 2200)
     assert liveness.newest_ms == T0 + 2000
     assert liveness.last_latency_ms == 1200
+
+
+def test_a_heartbeat_stamped_far_ahead_is_not_taken_as_the_newest() -> None:
+    liveness = Liveness(stall_after_ms=5000, started_ms=T0)
+    liveness.observe(T0 + 1000, T0 + 1100)
+    # A hostile record, or an emitter whose clock jumped a day: believed, it would keep the flow live for a day.
+    assert liveness.observe(T0 + 86_400_000, T0 + 1200) is None
+    assert liveness.newest_ms == T0 + 1000
+    assert liveness.ahead == 1
+    assert liveness.state(T0 + 6001) == "stalled"
+    assert liveness.observe(T0 + 7000 + 60_000, T0 + 7000) == 0  # a minute ahead: within what clocks differ by
+    assert liveness.state(T0 + 8000) == "live"

@@ -271,3 +271,31 @@ async def test_a_malformed_status_record_is_skipped_and_every_other_instance_sti
     assert status["records_behind"] == 3
     metrics = (await client.get("/metrics")).text
     assert 'strait_translator_records_skipped_total{kind="status"} 3.0' in metrics
+
+
+async def test_a_heartbeat_or_status_stamped_far_ahead_does_not_hide_a_stall(
+    client: httpx.AsyncClient, app: object, feed: Feed
+) -> None:
+    hour_ahead = NOW_MS + 3_600_000  # a hostile record, or an emitter whose clock jumped
+    feed.heartbeat(Heartbeat("A", "B", NOW_MS - 60_000))
+    feed.heartbeat(Heartbeat("A", "B", hour_ahead))
+    statuses = [
+        ServiceStatus(flow="A->B", service="data-mirror", instance="dm-1", state="running", ts=hour_ahead),
+        ServiceStatus(flow="A->B", service="checkpoint", instance="cp-1", state="running", ts=NOW_MS - 1000),
+    ]
+    records = [FollowedRecord(i, s.instance.encode(), encode_event(s), 0) for i, s in enumerate(statuses)]
+    app.state.index.on_status_records("B", records)  # type: ignore[attr-defined]
+
+    status = (await client.get("/v1/flows/A/B/status")).json()
+    assert status["heartbeat_age_s"] == 60.0  # the last heartbeat that can be believed
+    assert status["state"] == "degraded"  # data-mirror has no believable status: it may have stopped
+    assert [(i["instance"], i["stale"], i["clock_ahead_s"]) for i in status["instances"]] == [
+        ("cp-1", False, None),
+        ("dm-1", True, 3600.0),
+    ]
+    metrics = (await client.get("/metrics")).text
+    assert 'strait_translator_records_ahead_of_clock_total{kind="heartbeats"} 1.0' in metrics
+    assert 'strait_translator_records_ahead_of_clock_total{kind="status"} 1.0' in metrics
+
+    feed.heartbeat(Heartbeat("A", "B", NOW_MS + 2000))  # a clock a little ahead is believed
+    assert (await client.get("/v1/flows/A/B/status")).json()["heartbeat_age_s"] == 0.0
