@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import ssl
 from pathlib import Path
 from typing import ClassVar
@@ -9,9 +10,13 @@ from typing import ClassVar
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from shared.config.service_settings import CliFlag, ServiceSettings
+from shared.errors import ConfigError
 
 # Names of the endpoint families an operator may protect (`protected_endpoints`); `failover` and `dr` always are.
 ENDPOINTS = ("flows", "offsets", "translate", "topology", "status", "rpo", "metrics", "failover", "dr")
+# A token shorter than this, or one that a template or an example ships, guards nothing: the translator refuses it.
+MIN_TOKEN_CHARS = 16
+_PLACEHOLDER_MARKS = ("changeme", "replaceme", "placeholder")
 
 
 class TranslatorSettings(ServiceSettings):
@@ -104,13 +109,28 @@ class TranslatorSettings(ServiceSettings):
         return ",".join(sorted(names))
 
     def token(self) -> str | None:
-        """The bearer token: STRAIT_TRANSLATOR_TOKEN, else the first line of the token file, else None."""
+        """The bearer token: STRAIT_TRANSLATOR_TOKEN, else the first line of the token file, else None.
+
+        ConfigError for a token that guards nothing (`weak_token`) and for a token file that holds none: whoever
+        names a file means the translator to have a token. OSError when the file cannot be read.
+        """
         if self.translator_token is not None and self.translator_token.get_secret_value():
-            return self.translator_token.get_secret_value()
+            token = self.translator_token.get_secret_value()
+            _refuse_weak(token, key="translator_token", source="STRAIT_TRANSLATOR_TOKEN")
+            return token
         if self.translator_token_file is not None:
             lines = self.translator_token_file.read_text().splitlines()
             token = lines[0].strip() if lines else ""
-            return token or None
+            source = f"the token file {self.translator_token_file}"
+            if not token:
+                raise ConfigError(
+                    f"translator_token_file {self.translator_token_file}: its first line is empty; write a token "
+                    "there (e.g. `openssl rand -base64 32`) or unset STRAIT_TRANSLATOR_TOKEN_FILE",
+                    key="translator_token_file",
+                    value=str(self.translator_token_file),
+                )
+            _refuse_weak(token, key="translator_token_file", source=source, value=str(self.translator_token_file))
+            return token
         return None
 
     def protected(self) -> frozenset[str]:
@@ -119,3 +139,27 @@ class TranslatorSettings(ServiceSettings):
         if "all" in names:
             names = set(ENDPOINTS)
         return frozenset({*names, "failover", "dr"})
+
+
+def weak_token(token: str) -> str | None:
+    """Why `token` cannot guard the translator, or None: a known placeholder (`change-me-token`, anything with
+    change-me, replace-me or placeholder in it, however written) or shorter than MIN_TOKEN_CHARS characters."""
+    squashed = re.sub(r"[\s_.-]", "", token.lower())
+    for mark in _PLACEHOLDER_MARKS:
+        if mark in squashed:
+            return f"is a placeholder (it contains '{mark}')"
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"has {len(token)} characters, fewer than {MIN_TOKEN_CHARS}"
+    return None
+
+
+def _refuse_weak(token: str, *, key: str, source: str, value: str | None = None) -> None:
+    """ConfigError naming where a weak token came from and why it is refused (never the token itself)."""
+    why = weak_token(token)
+    if why is not None:
+        raise ConfigError(
+            f"{key}: the translator's bearer token from {source} {why}; the translator refuses to start with it. "
+            "Generate one (e.g. `openssl rand -base64 32`)",
+            key=key,
+            value=value,
+        )

@@ -221,7 +221,7 @@ def test_the_sample_config_matches_the_compose_clusters_seen_from_the_host() -> 
     config = load_mm2_config(REPO / SAMPLE_CONFIG, env={})
     for alias, name in (("A", "kafka-a"), ("B", "kafka-b")):
         host_port = config.clusters[alias].bootstrap_servers.rsplit(":", 1)[1]
-        assert f"{host_port}:{host_port}" in services[name]["ports"]
+        assert f"127.0.0.1:{host_port}:{host_port}" in services[name]["ports"], "on the host's loopback only"
 
 
 def test_prometheus_scrapes_every_service_on_its_port() -> None:
@@ -311,6 +311,11 @@ def kubernetes_objects() -> list[dict[str, Any]]:
     return objects
 
 
+def k8s_objects_of_kind(kind: str) -> list[dict[str, Any]]:
+    """Every object of `kind` the kustomization lists."""
+    return [o for o in kubernetes_objects() if o["kind"] == kind]
+
+
 def k8s_object(kind: str, name: str) -> dict[str, Any]:
     """The one object of `kind` called `name`."""
     found = [o for o in kubernetes_objects() if o["kind"] == kind and o["metadata"]["name"] == name]
@@ -348,17 +353,24 @@ def test_each_service_is_reachable_through_a_service_on_its_port(service: Servic
     assert [port["port"] for port in spec["ports"]] == [service.port]
 
 
-def test_the_configmap_config_parses_with_the_secret_it_references(tmp_path: Path) -> None:
+def test_the_configmap_config_parses_with_the_credentials_the_security_doc_has_the_operator_write(
+    tmp_path: Path,
+) -> None:
+    """No Secret ships (test_deploy_security.py): the operator creates it with the keys docs/security.md lists, and
+    those are the keys the config reads."""
     properties = (REPO / "deploy/kubernetes/strait.properties").read_text()
-    secret = k8s_object("Secret", "strait-credentials")["stringData"]
-    assert "${file:/etc/strait/secrets/credentials.properties:" in properties
-    (tmp_path / "credentials.properties").write_text(secret["credentials.properties"])
+    keys = re.findall(r"\$\{file:/etc/strait/secrets/credentials\.properties:([\w.-]+)\}", properties)
+    assert sorted(keys) == ["a.password", "a.username", "b.password", "b.username"]
+    guide = (REPO / "docs/security.md").read_text()
+    assert all(f"{key}=" in guide for key in keys), "docs/security.md names every key the config reads"
+    assert not k8s_objects_of_kind("Secret"), "no Secret value ships in the repository"
+    (tmp_path / "credentials.properties").write_text("".join(f"{key}=value-of-{key}\n" for key in keys))
     config_file = tmp_path / "strait.properties"
     config_file.write_text(properties.replace("/etc/strait/secrets/", f"{tmp_path}/"))
     config = load_mm2_config(config_file, env={})
     jaas = config.clusters["A"].producer_props()["sasl.jaas.config"]
-    assert 'username="strait-mirror"' in jaas
-    assert 'password="change-me-a"' in jaas
+    assert 'username="value-of-a.username"' in jaas
+    assert 'password="value-of-a.password"' in jaas
     sample = load_mm2_config(REPO / SAMPLE_CONFIG, env={})
     assert [f.name for f in config.enabled_flows] == [f.name for f in sample.enabled_flows]
     assert config.enabled_flows[0].settings.topics == sample.enabled_flows[0].settings.topics
@@ -478,6 +490,8 @@ def test_the_operator_rules_are_the_compose_rules_and_the_pod_monitor_names_jobs
     }
     assert components == scraped, "a job name in the rules would match in one place and not the other"
     ports = {endpoint["port"] for endpoint in monitor["spec"]["podMetricsEndpoints"]}
+    (translator,) = [e for e in monitor["spec"]["podMetricsEndpoints"] if e["port"] == "http"]
+    assert translator["scheme"] == "https", "the translator serves HTTPS only on Kubernetes"
     for deployment in (o for o in kubernetes_objects() if o["kind"] == "Deployment"):
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         assert {port["name"] for port in container["ports"]} & ports, deployment["metadata"]["name"]

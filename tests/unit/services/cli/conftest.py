@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from shared.localkafka.ports import free_port
 from tests.unit.services.offset_translator.conftest import Feed, build_app
 
-TOKEN = "cli-test-token"
+TOKEN = "cli-test-token-0123"
 
 
 @dataclass
