@@ -124,7 +124,7 @@ def test_a_status_a_reader_can_use_decodes_as_it_was_written(details: dict[str, 
         (status_bytes({"dr": {"state": "failed-over", "since_ts": "yesterday"}}), "details.dr.since_ts"),
         (status_bytes({"audit": {"missing": "x"}}), "details.audit"),
         (b"\xff not json", "not JSON"),
-        (encode_event(FlowResumed(flow="A->B")), "not a status"),
+        (encode_event(FlowResumed(flow="A->B", ts=5)), "not a status"),
     ],
 )
 def test_a_status_a_reader_cannot_use_is_a_codec_error(value: bytes, message: str) -> None:
