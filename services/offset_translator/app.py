@@ -81,7 +81,7 @@ def _document_guard(schema: dict[str, Any]) -> None:
     """Add the answers of the request guard (guard.py), which no route declares, to every operation."""
     for operations in schema.get("paths", {}).values():
         for method, operation in operations.items():
-            statuses = (401, 403, 413, 415, 421) if method.upper() in UNSAFE_METHODS else (421,)
+            statuses = (401, 403, 413, 415, 421, 503) if method.upper() in UNSAFE_METHODS else (421, 503)
             for status, entry in problems.responses(*statuses).items():
                 operation.setdefault("responses", {}).setdefault(str(status), entry)
 
@@ -158,6 +158,7 @@ def create_app(
         token_check=token_check,
         loopback=is_loopback(settings.host),
         allowed_hosts=settings.allowed_hosts.split(","),
+        max_requests=settings.max_requests,
     )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.openapi = _openapi(app)  # type: ignore[method-assign]

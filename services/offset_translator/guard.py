@@ -5,7 +5,9 @@ cost memory and event-loop time before its 401. Here a request that changes some
 is refused before its body is read: from another origin (a web page's request), with a body over MAX_BODY_BYTES
 (413), without the token when one is set (401), or with a body that is not JSON (415). On a loopback listener,
 a Host header that names no loopback address is refused too: a web page whose name was re-pointed at 127.0.0.1
-(DNS rebinding) sends its own name there.
+(DNS rebinding) sends its own name there. At most `max_requests` are served at once (503 beyond), counting requests,
+not connections: idle connections cost the event loop next to nothing, and a cap on them would shut the probes
+out (uvicorn's own limit counts every open connection).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from services.offset_translator.problems import problem_response
 MAX_BODY_BYTES = 64 * 1024  # the largest request the API takes (a DR action's options) is well under 1 KiB
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+ALWAYS_ANSWERED = frozenset({"/health", "/ready", "/metrics"})  # probes and scrapes: never refused as too many
 
 
 class Refused(Exception):
@@ -54,28 +57,47 @@ class RequestGuard:
     """Pure ASGI middleware; `loopback` says the translator listens on loopback only, where Host is checked."""
 
     def __init__(
-        self, app: ASGIApp, *, token_check: TokenCheck, loopback: bool, allowed_hosts: Iterable[str] = ()
+        self,
+        app: ASGIApp,
+        *,
+        token_check: TokenCheck,
+        loopback: bool,
+        allowed_hosts: Iterable[str] = (),
+        max_requests: int = 100,
     ) -> None:
         self._app = app
         self._token_check = token_check
         self._loopback = loopback
         self._allowed_hosts = frozenset(name.strip().lower() for name in allowed_hosts if name.strip())
+        self._max_requests = max_requests
+        self._in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        counted = scope.get("path") not in ALWAYS_ANSWERED
         try:
-            headers = Headers(scope=scope)
-            self._check_host(headers)
-            if scope["method"] in UNSAFE_METHODS:
-                body = await self._checked_body(headers, receive)
-                receive = _replay(body, receive)
+            if counted and self._in_flight >= self._max_requests:
+                raise Refused(
+                    503,
+                    "Too many requests at once",
+                    f"this translator serves {self._max_requests} requests at once (STRAIT_MAX_REQUESTS); retry",
+                    {"Retry-After": "1"},
+                )
+            self._in_flight += counted
+            try:
+                headers = Headers(scope=scope)
+                self._check_host(headers)
+                if scope["method"] in UNSAFE_METHODS:
+                    body = await self._checked_body(headers, receive)
+                    receive = _replay(body, receive)
+                await self._app(scope, receive, send)
+            finally:
+                self._in_flight -= counted
         except Refused as refused:
             response = problem_response(refused.status, refused.title, refused.detail, headers=refused.headers)
             await response(scope, receive, send)
-            return
-        await self._app(scope, receive, send)
 
     def _check_host(self, headers: Headers) -> None:
         if not self._loopback:

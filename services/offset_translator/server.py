@@ -54,7 +54,6 @@ class TranslatorServer(Service):
                 lifespan="on",
                 access_log=False,
                 timeout_graceful_shutdown=GRACEFUL_S,
-                limit_concurrency=settings.max_connections,
                 # (the settings checked that they load; uvicorn's default protocol negotiates TLS 1.2 or newer)
                 ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file is not None else None,
                 ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file is not None else None,

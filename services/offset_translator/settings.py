@@ -52,8 +52,11 @@ class TranslatorSettings(ServiceSettings):
         description="comma list of host names a loopback translator also answers to (one a port-forward or proxy "
         "sends); other names are refused, as a re-pointed DNS name would send them",
     )
-    max_connections: int = Field(
-        default=200, ge=1, description="connections served at once; more are answered 503 (a flood holds no more)"
+    max_requests: int = Field(
+        default=100,
+        ge=1,
+        description="requests served at once; more are answered 503 (the probes and /metrics always are answered; "
+        "idle connections count for nothing)",
     )
     status_stale_after_s: float = Field(default=30.0, gt=0)
     status_interval_s: float = Field(default=5.0, gt=0, description="how often the translator reports its own status")

@@ -141,3 +141,36 @@ async def test_a_body_without_a_json_content_type_is_refused() -> None:
     assert answer.status_code == 415, answer.text
     form = await _post(build_app(), FAILOVER, content=b'{"group": "app"}', headers={"Content-Type": "text/plain"})
     assert form.status_code == 415, form.text
+
+
+async def test_requests_past_the_limit_are_refused_but_the_probes_and_idle_connections_are_not() -> None:
+    """One request in flight with a limit of one: the next is answered 503, /health still 200; 300 idle connections
+    count for nothing (a cap on connections, uvicorn's, would answer /health 503 for as long as they are held)."""
+    app = build_app(max_requests=1)
+    release = asyncio.Event()
+
+    @app.get("/v1/slow")
+    async def slow() -> dict[str, bool]:
+        await release.wait()
+        return {"done": True}
+
+    async with serving(app) as port:
+        idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(300)]
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                health = await client.get("/health")
+                assert health.status_code == 200, health.text
+                first = asyncio.create_task(client.get("/v1/slow"))
+                await asyncio.sleep(0.5)  # the slow request is in flight
+                second = await client.get("/v1/flows")
+                assert second.status_code == 503, second.text
+                assert second.headers["retry-after"] == "1"
+                assert "STRAIT_MAX_REQUESTS" in second.json()["detail"]
+                health = await client.get("/health")
+                assert health.status_code == 200, health.text
+                release.set()
+                assert (await first).status_code == 200
+                assert (await client.get("/v1/flows")).status_code == 200
+        finally:
+            for _, writer in idle:
+                writer.close()
