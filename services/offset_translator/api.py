@@ -146,15 +146,16 @@ async def fail_over(
 ) -> FailoverResult:
     """Write the group's translated offsets into the group on the target; 409 while it has members there."""
     flow = f"{source}->{target}"
+    # Looked up first: a request for a flow or group the translator does not know is answered 404, not logged
+    translated = queries.group_offsets(index, source, target, request.group, now_ms)
     asked = {
         "flow": flow,
-        "group": request.group,
+        "group": request.group[:300],
         "by": requester(http),
         "dry_run": request.dry_run,
         "allow_rewind": request.allow_rewind,
     }
     _log.warning("group_failover_requested", **asked)
-    translated = queries.group_offsets(index, source, target, request.group, now_ms)
     try:
         result = await executor.run(translated, request)
     except ConflictError as exc:

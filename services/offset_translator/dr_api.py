@@ -22,6 +22,7 @@ from services.offset_translator.problems import responses
 from shared.config import FlowConfig, MirrorMakerConfig
 from shared.dr.failback import FailbackOptions, fail_back
 from shared.dr.failover import FailoverOptions, fail_over
+from shared.dr.flow_reads import READ_TIMEOUT_S
 from shared.dr.readiness import check_readiness
 from shared.dr.records import DrReport
 
@@ -176,5 +177,5 @@ async def dr_failback(
 async def dr_check(source: Source, target: Target, actions: ActionsDep) -> DrCheck:
     """Could the flow fail over and back now? Nothing moves; one line per problem."""
     flow, reverse = actions.flows(source, target)
-    problems = await asyncio.to_thread(check_readiness, flow, reverse)
+    problems = await asyncio.to_thread(check_readiness, flow, reverse, timeout_s=actions.wait_s(READ_TIMEOUT_S))
     return DrCheck(flow=flow.name, ready=not problems, problems=problems)

@@ -171,8 +171,9 @@ class TranslatorIndex:
                 continue
             try:
                 status = decode_status(record.value)
-            except CodecError as exc:
-                self._skip("status", record, str(exc))
+            except CodecError as exc:  # logged as every control-topic reader logs a skipped record
+                self.records_skipped["status"] += 1
+                _log.warning("control_event_skipped", topic=record.topic, offset=record.offset, reason=str(exc))
                 continue
             self._ahead("status", status.ts, instance=status.instance)
             self.statuses.apply_status(cluster, status)

@@ -18,7 +18,7 @@ from shared.config import FlowConfig
 from shared.config_rules import alter_ops
 from shared.control import read_statuses
 from shared.dr.drain import Drain, groups_behind
-from shared.dr.flow_reads import FlowReads
+from shared.dr.flow_reads import READ_TIMEOUT_S, FlowReads
 from shared.dr.store import DrStore
 from shared.errors import StraitError
 from shared.filters import DefaultConfigPropertyFilter, DefaultGroupFilter
@@ -35,9 +35,9 @@ def _named(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + more
 
 
-def _flow_health(flow: FlowConfig) -> list[str]:
+def _flow_health(flow: FlowConfig, timeout_s: float) -> list[str]:
     now = int(time.time() * 1000)
-    statuses = list(read_statuses(flow.target_consumer_props(), timeout_s=10).values())
+    statuses = list(read_statuses(flow.target_consumer_props(), timeout_s=min(10, timeout_s)).values())
     status = summarize_flow(flow.source, flow.target, statuses, now_ms=now)
     problems = []
     if status.dr_state == "failed-over":
@@ -144,9 +144,10 @@ def _acls(reads: FlowReads) -> list[str]:
     return problems
 
 
-def check_readiness(flow: FlowConfig, reverse: FlowConfig | None) -> list[str]:
-    """Every problem found, one line each; [] when the flow is ready. A check that could not run is a problem."""
-    reads = FlowReads(flow)
+def check_readiness(flow: FlowConfig, reverse: FlowConfig | None, *, timeout_s: float = READ_TIMEOUT_S) -> list[str]:
+    """Every problem found, one line each; [] when the flow is ready. A check that could not run is a problem.
+    Each read is bounded by `timeout_s`."""
+    reads = FlowReads(flow, timeout_s=timeout_s)
     problems: list[str] = []
     if reverse is None:
         problems.append(
@@ -154,11 +155,11 @@ def check_readiness(flow: FlowConfig, reverse: FlowConfig | None) -> list[str]:
             f"written on {flow.target}"
         )
     else:
-        reverse_state = DrStore(reverse).state()
+        reverse_state = DrStore(reverse, timeout_s=timeout_s).state()
         if reverse_state is not None and reverse_state.stopped:
             problems.append(f"the reverse flow {reverse.name} is failed over (report {reverse_state.report_id})")
     checks: tuple[tuple[str, Callable[[], list[str]]], ...] = (
-        ("flow status", lambda: _flow_health(flow)),
+        ("flow status", lambda: _flow_health(flow, timeout_s)),
         ("checkpoints", lambda: _checkpoints(reads)),
         ("topics and configs", lambda: _configs(reads)),
         ("ACLs", lambda: _acls(reads)),

@@ -581,7 +581,8 @@ def test_schema_driven_fuzzing_finds_no_server_error_and_no_schema_violation(fuz
     @given(case=strategy)
     @settings(max_examples=500, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     def call(case: Any) -> None:
-        response = case.call_and_validate(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"})
+        # A DR action reads the clusters (each read bounded by dr_max_wait_s): more than the default 10 s on a busy box
+        response = case.call_and_validate(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"}, timeout=60)
         seen[(case.operation.label, response.status_code)] += 1
 
     call()
