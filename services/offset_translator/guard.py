@@ -23,7 +23,8 @@ from services.offset_translator.auth import TokenCheck
 from services.offset_translator.errors import UnauthorizedError
 from services.offset_translator.problems import problem_response
 
-MAX_BODY_BYTES = 64 * 1024  # the largest request the API takes (a DR action's options) is well under 1 KiB
+# The largest valid request: a failover's group (up to 32,767 characters, each up to 6 bytes as a JSON \u escape)
+MAX_BODY_BYTES = 256 * 1024
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 ALWAYS_ANSWERED = frozenset({"/health", "/ready", "/metrics"})  # probes and scrapes: never refused as too many

@@ -540,8 +540,12 @@ async def fuzz_app(
     cluster_a: KafkaCluster, cluster_b: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> FastAPI:
     """An app whose index was loaded from real topics (aliases A and B, as the schema's examples use), frozen."""
+    # Its own topic only: other tests make and delete topics on A at the same time, which a failover of every
+    # topic would list (a read of one being deleted times out: a 503 the fuzzer counts as a server error)
     path = write_mm2_config(
-        tmp_path_factory.mktemp("fuzz") / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": {}}
+        tmp_path_factory.mktemp("fuzz") / "mm2.properties",
+        {"A": cluster_a, "B": cluster_b},
+        {"A->B": {"topics": "orders"}},
     )
     flow = Flow("A", "B", path, cluster_a.client_properties(), cluster_b.client_properties())
     make_topic(flow.b, "A.orders", 2)
@@ -552,7 +556,7 @@ async def fuzz_app(
     )
     flow.write_syncs([OffsetSync("orders", 0, 12, 10)])
     settings = settings_for(
-        flow, translator_token=FUZZ_TOKEN, failover_timeout_s=10, dr_max_wait_s=1, allowed_hosts="testserver"
+        flow, translator_token=FUZZ_TOKEN, failover_timeout_s=10, dr_max_wait_s=3, allowed_hosts="testserver"
     )
     loader = create_app(settings, flow.config)
     async with running(loader) as client:
@@ -571,6 +575,9 @@ def test_schema_driven_fuzzing_finds_no_server_error_and_no_schema_violation(fuz
     from schemathesis.generation import GenerationMode
 
     schema = schemathesis.openapi.from_asgi("/openapi.json", fuzz_app)
+    # A body over the translator's limit is refused as too large (413), before it is parsed: a rejection too
+    rejection = schema.config.checks.negative_data_rejection
+    rejection.expected_statuses = [*rejection.expected_statuses, "413"]
     operations = [result.ok() for result in schema.get_all_operations()]
     from_examples = [s for op in operations for s in schema.get_strategies_from_examples(op)]
     strategy = st.one_of(
