@@ -30,6 +30,8 @@ from services.offset_translator.settings import TranslatorSettings
 from shared.config import MirrorMakerConfig, load_mm2_config
 from shared.control import ControlPublisher, StatusReporter
 from shared.control.topic_names import progress_topic
+from shared.dr.records import FlowDrState
+from shared.dr.store import DrStore
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.partition_reader import read_to_end
 from shared.localkafka import KafkaCluster
@@ -538,7 +540,7 @@ FUZZ_TOKEN = "fuzz-token-0123456789"
 @pytest.fixture(scope="module")
 async def fuzz_app(
     cluster_a: KafkaCluster, cluster_b: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
-) -> FastAPI:
+) -> AsyncIterator[FastAPI]:
     """An app whose index was loaded from real topics (aliases A and B, as the schema's examples use), frozen."""
     # Its own topic only: other tests make and delete topics on A at the same time, which a failover of every
     # topic would list (a read of one being deleted times out: a 503 the fuzzer counts as a server error)
@@ -563,7 +565,10 @@ async def fuzz_app(
         await wait_for(client, "/v1/clusters/B/topology", lambda r: r.status_code == 200)
         await wait_for(client, "/v1/clusters/A/topology", lambda r: r.status_code == 200)
     # Serve that index without following: the fuzzer's requests then see one consistent state.
-    return create_app(settings, flow.config, index=loader.state.index, follow=False)
+    yield create_app(settings, flow.config, index=loader.state.index, follow=False)
+    # The fuzzer's failovers stopped A->B on these brokers, which later tests of this process use too: resume it.
+    resumed = FlowDrState(flow="A->B", state="active", action="failback", by="the fuzz test's teardown")
+    await asyncio.to_thread(DrStore(flow.config.flow("A", "B")).write, resumed)
 
 
 def test_schema_driven_fuzzing_finds_no_server_error_and_no_schema_violation(fuzz_app: FastAPI) -> None:
