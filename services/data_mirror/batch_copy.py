@@ -26,14 +26,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.data_mirror.copier import FLUSH_TIMEOUT_S, FetchPosition, PartitionKey, ProgressFailed, TaskFailed
+from services.data_mirror.copier import FLUSH_TIMEOUT_S, FetchPosition, ProgressFailed, TaskFailed
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskSpec
 from shared.errors import KafkaOperationError
-from shared.kafka.batch_link import BatchLink, Landed, Outcome, OutgoingBatch, PartitionFetch
-from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.kafka.batch_fetcher import PartitionFetch
+from shared.kafka.batch_link import BatchLink
+from shared.kafka.batch_producer import Landed, Outcome, OutgoingBatch
+from shared.kafka.error_classes import ErrorClass, error_class, error_name
 from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED
 from shared.kafka.leader_epochs import NO_EPOCH
 from shared.kafka.record_batches import (
@@ -46,6 +48,7 @@ from shared.kafka.record_batches import (
     read_batches,
     records_of,
 )
+from shared.partition_key import PartitionKey
 
 FetchKey = tuple[int, int]  # (source leader, fetch lane)
 MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this many wait for the target
@@ -585,16 +588,22 @@ class BatchCopier:
         self._link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))
 
     def _fetch_error(self, part: PartitionCopy, fetching: Fetching, code: int) -> None:
-        if code == TOPIC_AUTHORIZATION_FAILED:
-            raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
-        elif code in TOPIC_GONE and not self._link.fetcher.knows(part.work.source_topic):
+        """A partition's fetch answered with an error (`error_classes` says what it is about)."""
+        kind = error_class(code)
+        if kind is ErrorClass.TOPIC_GONE and not self._link.fetcher.knows(part.work.source_topic):
             # deleted on the source (the driver's next refresh drops it), or not known for a moment: held, reported,
             # and looked at again by the task loop
             part.hold_on_source("topic not found on the source: looked at again", fetching.position)
             self.hold(part)
-        else:  # a leader moved, a replica is behind: new metadata, then the next fetch
+        elif kind in (ErrorClass.RETRY, ErrorClass.TOPIC_GONE):  # a leader moved, a replica is behind: new
+            # metadata, then the next fetch
             self.read_errors += 1
             self._refresh()
+        elif code == TOPIC_AUTHORIZATION_FAILED:
+            raise TaskFailed(f"not allowed to read {part.work.source_topic} (TOPIC_AUTHORIZATION_FAILED)")
+        else:  # not transient: the task starts again from its committed progress, as the record path's does
+            where = f"{part.work.source_topic}-{part.work.partition}"
+            raise TaskFailed(f"fetching {where} failed: {error_name(code)}")
 
     def _fetch_out_of_range(self, parts: list[tuple[PartitionCopy, Fetching]]) -> None:
         """Retention deleted what we were about to read, or a partition is shorter than our position: one look-up

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.data_mirror.partition_copy import PartitionCopy
+from shared.partition_key import PartitionKey
 
-PartitionKey = tuple[str, int]
 FLUSH_TIMEOUT_S = 60
 
 

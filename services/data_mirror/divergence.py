@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.data_mirror.task_clients import TaskClients
-
-PartitionKey = tuple[str, int]
+from shared.partition_key import PartitionKey
 
 
 def diverged_below(

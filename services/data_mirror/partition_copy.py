@@ -11,11 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError
-
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.work import PartitionWork
-from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.kafka.error_classes import ErrorClass, client_error_class
 from shared.records.progress import CopyReport
 
 MAX_ENDS_SEEN = 3600  # an hour of commits of a partition that stopped copying
@@ -91,7 +89,7 @@ class PartitionCopy:
         if upstream == self.diverged_at and err is None:
             self.rewind()  # the first record consumed again after a truncation: what was in flight before answered
         if err is not None:
-            if refuses_record(err):
+            if client_error_class(err) is ErrorClass.REFUSE_RECORD:  # else: not about this record
                 where = f"writing {self.work.remote_topic}-{self.work.partition}"
                 self.refuse(upstream, f"{err.name()}: {err.str()} ({where})")
             elif self.delivery_error is None:
@@ -296,32 +294,3 @@ class PartitionCopy:
         self.reset_from = self.expired_from = self.expired_to = None
         self.reported_end = self.end_offset
         return report
-
-
-def refuses_record(error: Any) -> bool:
-    """True when the target refused this record itself (size, format, permission).
-
-    Such a record stops its partition; anything else (a fenced or fatal producer, timeouts, transient broker
-    errors, a topic or partition that is not there) fails the task, which restarts from the committed progress.
-    """
-    return not (error.fatal() or error.retriable() or error.code() in NOT_ABOUT_THE_RECORD)
-
-
-# Errors not about one record: the task fails and restarts from its committed progress.
-NOT_ABOUT_THE_RECORD = TOPIC_GONE | {
-    KafkaError._FENCED,
-    KafkaError._FATAL,
-    KafkaError._STATE,
-    KafkaError._PURGE_QUEUE,
-    KafkaError._PURGE_INFLIGHT,
-    KafkaError._MSG_TIMED_OUT,
-    KafkaError._TIMED_OUT,
-    KafkaError._TRANSPORT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError._DESTROY,
-    KafkaError.INVALID_PRODUCER_EPOCH,
-    KafkaError.PRODUCER_FENCED,
-    KafkaError.INVALID_TXN_STATE,
-    KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
-    KafkaError.UNKNOWN_PRODUCER_ID,
-}

@@ -16,20 +16,20 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from services.data_mirror.copier import (
     FLUSH_TIMEOUT_S,
     FetchPosition,
-    PartitionKey,
     ProgressFailed,
     TaskFailed,
     describe,
 )
 from services.data_mirror.divergence import diverged_below
-from services.data_mirror.partition_copy import Clock, PartitionCopy, refuses_record
+from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.record_size import record_size, surely_fits
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed
 from services.data_mirror.work import TaskSpec
 from shared.errors import CodecError
 from shared.kafka.byte_headers import undecodable_header
-from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.kafka.error_classes import ErrorClass, client_error_class, kafka_error_of
+from shared.partition_key import PartitionKey
 from shared.records.provenance import PROVENANCE_HEADER, Provenance, provenance_of
 
 CONSUME_BATCH = 5000
@@ -37,7 +37,6 @@ IDLE_WAIT_S = 0.05
 UNKNOWN_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # brokers before Kafka 2.8 have no topic ids: all zeros
 # confluent-kafka reads and writes header keys as str: such a record cannot be copied record by record
 NOT_UTF8_HEADER = "a header key that is not UTF-8: copying record by record (confluent-kafka) cannot write it"
-LEADER_MOVED = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
 
 
 class RecordCopier:
@@ -134,8 +133,8 @@ class RecordCopier:
                 except BufferError:
                     poll(0.05)
                 except KafkaException as exc:
-                    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                    if error is None or not refuses_record(error):
+                    error = kafka_error_of(exc)
+                    if error is None or client_error_class(error) is not ErrorClass.REFUSE_RECORD:
                         raise  # the producer itself is broken (fenced, fatal): restart from the committed progress
                     where = f"writing {part.work.remote_topic}-{part.work.partition}"
                     part.refuse(offset, f"{describe(exc)} ({where})")
@@ -201,8 +200,9 @@ class RecordCopier:
         error = msg.error()
         if error.code() == KafkaError._PARTITION_EOF:
             return
-        if error.retriable() or error.code() in LEADER_MOVED:  # librdkafka retries it (a new leader: after new
-            # metadata, and validating its position, KIP-320); counted and reported, so a struggling source shows
+        kind = client_error_class(error)
+        if kind is ErrorClass.RETRY:  # librdkafka retries it (a new leader: after new metadata, and validating its
+            # position, KIP-320); counted and reported, so a struggling source shows
             self.read_errors += 1
             return
         part = self.parts.get((msg.topic() or "", msg.partition() or 0))
@@ -222,7 +222,7 @@ class RecordCopier:
             # A batch the consumer cannot parse: the offset it names is not to be trusted, the position is.
             self._corrupt_on_source(part, None, error.str())
             return
-        if error.code() in TOPIC_GONE and part is not None:
+        if kind is ErrorClass.TOPIC_GONE and part is not None:
             # deleted on the source (the driver's next refresh drops it), or not known for a moment: held, reported,
             # and looked at again by the task loop
             part.hold_on_source(

@@ -13,25 +13,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from services.data_mirror.work import TaskSpec
 from shared.control import MirrorHandover, decode_event
 from shared.control.topic_names import CONTROL_READER_GROUP, mirror_source_group
 from shared.kafka.batch_link import BatchLink, open_batch_link
+from shared.kafka.batch_producer import INIT_TIMEOUT_S
 from shared.kafka.client_names import client_id
-from shared.kafka.cluster_errors import TOPIC_GONE
+from shared.kafka.error_classes import ErrorClass, client_error_class, kafka_error_of
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
 from shared.kafka.leader_epochs import epoch_ends
 from shared.kafka.topic_admin import TopicAdmin
+from shared.partition_key import PartitionKey
 from shared.progress_store import load_progress
 from shared.records.progress import Progress
 
 LOOKUP_TIMEOUT_S = 15
-INIT_TIMEOUT_S = 60
 
-Bounds = tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]
+Bounds = tuple[dict[PartitionKey, int], dict[PartitionKey, int]]
 
 
 async def _no_batch_link() -> BatchLink:
@@ -52,7 +53,7 @@ class TaskClients:
     open_batch_link: Callable[[], Awaitable[BatchLink]] = _no_batch_link
     # where each source leader says a committed leader epoch ends now (KIP-320; -1: the leader does not know the
     # epoch, as injected clients answer; a partition left out was not answered)
-    epoch_ends: Callable[[dict[tuple[str, int], int]], dict[tuple[str, int], int]] = lambda epochs: {
+    epoch_ends: Callable[[dict[PartitionKey, int]], dict[PartitionKey, int]] = lambda epochs: {
         key: -1 for key in epochs
     }
     # each source topic's id now (a topic made again has a new one)
@@ -135,7 +136,7 @@ def _record_clients(spec: TaskSpec) -> tuple[Any, Any]:
     return producer, consumer
 
 
-def _epoch_ends(props: dict[str, str], epochs: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+def _epoch_ends(props: dict[str, str], epochs: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
     """`leader_epochs.epoch_ends`, bounded in time and blocking (nothing asked: no I/O).
 
     Asked from inside the task's event loop (the record copier, after an out-of-range error), it runs on a
@@ -190,26 +191,23 @@ class HandoverWatch:
             self._consumer.close()
 
 
-LEADERLESS = frozenset({KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION})
-
-
-def offset_bounds(admin: AdminClient, keys: list[tuple[str, int]]) -> Bounds:
+def offset_bounds(admin: AdminClient, keys: list[PartitionKey]) -> Bounds:
     """(earliest, latest) offsets; partitions of topics that no longer exist or without a leader now are left out
     (the task holds them and asks again), other failures raise."""
     tps = [TopicPartition(topic, partition) for topic, partition in keys]
     return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
 
 
-def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[PartitionKey, int]:
     if not tps:
         return {}
     futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=LOOKUP_TIMEOUT_S)
-    found: dict[tuple[str, int], int] = {}
+    found: dict[PartitionKey, int] = {}
     for tp, future in futures.items():
         try:
             found[(tp.topic, tp.partition)] = int(future.result(timeout=LOOKUP_TIMEOUT_S).offset)
         except KafkaException as exc:
-            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if error is None or not (error.code() in TOPIC_GONE or error.code() in LEADERLESS or error.retriable()):
-                raise  # a partition without a leader now is left out too: its task holds it and asks again
+            error = kafka_error_of(exc)
+            if error is None or client_error_class(error) not in (ErrorClass.TOPIC_GONE, ErrorClass.RETRY):
+                raise  # a partition without a leader now (RETRY) is left out too: its task holds it and asks again
     return found

@@ -25,7 +25,6 @@ from services.data_mirror.copier import (
     FLUSH_TIMEOUT_S,
     Copier,
     FetchPosition,
-    PartitionKey,
     TaskFailed,
     Transactions,
     describe,
@@ -35,6 +34,7 @@ from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import EARLY_COMMIT_GAP_S, MAX_PENDING_SYNCS, SyncBudget, SyncTracker
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskResult, TaskSpec
+from shared.partition_key import PartitionKey
 from shared.records.offset_sync import SYNC_SEGMENT_HEADER, OffsetSync, SyncSegment
 from shared.records.progress import Progress, ProgressKey, encode_progress
 

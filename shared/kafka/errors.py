@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from shared.errors import AuthorizationError, KafkaOperationError
+from shared.kafka.error_classes import ErrorClass, error_class, kafka_error_of
 
 _AUTHORIZATION_CODES = frozenset(
     {
@@ -17,30 +18,18 @@ _AUTHORIZATION_CODES = frozenset(
     }
 )
 
-# Retriable by the Kafka protocol, but librdkafka marks errors it builds from per-group and per-partition results of
-# admin calls as not retriable whatever their code.
-_RETRIABLE_CODES = frozenset(
-    {
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TIMED_OUT,  # no answer in time (a busy broker, a coordinator still loading): ask again
-    }
-)
-
 
 def translate_kafka_error(exc: BaseException, *, operation: str, resource: str = "") -> KafkaOperationError:
     """A KafkaOperationError (or AuthorizationError) describing `exc`; raise it `from exc`."""
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(error, KafkaError):
+    error = kafka_error_of(exc)
+    if error is not None:
         where = f" on {resource}" if resource else ""
         message = f"{operation}{where} failed: {error.name()}: {error.str()}"
         if error.code() in _AUTHORIZATION_CODES:
             return AuthorizationError(message, operation=operation, resource=resource)
-        retriable = bool(error.retriable()) or error.code() in _RETRIABLE_CODES
+        # (librdkafka marks errors it builds from per-group and per-partition results of admin calls as not
+        # retriable whatever their code: the table says whether the code is)
+        retriable = bool(error.retriable()) or error_class(int(error.code())) is ErrorClass.RETRY
         return KafkaOperationError(message, operation=operation, retriable=retriable)
     code = getattr(exc, "errno", None)
     name = type(exc).__name__

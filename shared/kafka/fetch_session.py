@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shared.kafka.error_codes import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+from shared.partition_key import PartitionKey
 
-PartitionKey = tuple[str, int]
 PartitionRequest = tuple[int, int, int]  # (fetch offset, current leader epoch, max bytes)
 
 NO_SESSION = 0

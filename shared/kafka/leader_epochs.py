@@ -20,8 +20,8 @@ from aiokafka.structs import TopicPartition
 
 from shared.kafka.factories import aio_client
 from shared.kafka.fetch_response import ViewFetchRequest_v11
+from shared.partition_key import PartitionKey
 
-PartitionKey = tuple[str, int]
 NO_EPOCH = -1
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
 
 from shared.kafka.end_offsets import listed_watermarks
+from shared.kafka.error_classes import kafka_error_of
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_consumer
 from shared.kafka.follow import FollowedRecord
@@ -35,8 +36,8 @@ READER_GROUP = "strait-reader"  # one-shot reads: never joined or committed, nam
 
 def _too_new(exc: BaseException, *, since: float) -> bool:
     """Worth asking again: no leader yet, or a topic unknown within NEW_TOPIC_GRACE_S of the first ask (`since`)."""
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if not isinstance(error, KafkaError):
+    error = kafka_error_of(exc)
+    if error is None:
         return False
     if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
         return time.monotonic() - since < NEW_TOPIC_GRACE_S

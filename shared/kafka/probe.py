@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
+from shared.kafka.error_classes import kafka_error_of
 from shared.kafka.factories import confluent_admin
 
 _TIMEOUTS = frozenset({KafkaError._TIMED_OUT, KafkaError._MSG_TIMED_OUT, KafkaError.REQUEST_TIMED_OUT})
@@ -76,8 +77,8 @@ def _silence(exc: BaseException, timeout_s: float) -> str | None:
     """Why the probe got no answer, or None if the cluster did answer (even with an error)."""
     if isinstance(exc, TimeoutError):
         return f"no answer to a metadata request within {timeout_s:g}s"
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(error, KafkaError):
+    error = kafka_error_of(exc)
+    if error is not None:
         if error.code() not in _SILENCE:
             return None
         if error.code() in _TIMEOUTS:

@@ -21,9 +21,9 @@ from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
 from shared.kafka.factories import aio_client
+from shared.partition_key import PartitionKey
 from shared.retry import Backoff, retriable_strait_error, retry_blocking
 
-PartitionKey = tuple[str, int]
 DESCRIBE_TIMEOUT_S = 30
 RETRY = Backoff(first_s=0.25, max_s=2.0)  # a leader moving, a partition just made
 

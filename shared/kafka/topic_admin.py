@@ -24,7 +24,8 @@ from confluent_kafka.admin import (
 )
 
 from shared.errors import StraitError
-from shared.kafka.cluster_errors import TOPIC_GONE, cluster_error, kafka_error_code
+from shared.kafka.cluster_errors import cluster_error, kafka_error_code
+from shared.kafka.error_classes import TOPIC_GONE
 from shared.kafka.factories import confluent_admin
 from shared.kafka.topics import COMPACTED, ROLLED, ensure_internal_topic
 

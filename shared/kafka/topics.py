@@ -10,6 +10,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from shared.errors import StraitError
 from shared.kafka.cluster_errors import kafka_error_code
+from shared.kafka.error_classes import kafka_error_of
 from shared.kafka.errors import translate_kafka_error
 
 _log = structlog.get_logger(__name__)
@@ -44,7 +45,8 @@ def create_topic(
     try:
         future.result(timeout=timeout_s)
     except KafkaException as exc:
-        if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+        error = kafka_error_of(exc)
+        if error is not None and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return False
         raise translate_kafka_error(exc, operation="create topic", resource=name) from exc
     return True

@@ -13,7 +13,8 @@ from aiokafka.record.default_records import DefaultRecordBatch
 from services.data_mirror.batch_copy import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS, BatchCopier
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
-from shared.kafka.batch_link import OutgoingBatch, PartitionFetch
+from shared.kafka.batch_fetcher import PartitionFetch
+from shared.kafka.batch_producer import OutgoingBatch
 from tests.unit.services.data_mirror.test_copy_task import _spec
 from tests.unit.shared.kafka.test_record_batches import LZ4
 from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch

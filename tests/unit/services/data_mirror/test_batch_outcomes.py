@@ -23,7 +23,8 @@ from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.task_entry import task_loop
 from services.data_mirror.task_loop import TaskLoop
-from shared.kafka.batch_link import DEFAULT_BUFFER_BYTES, BatchProducer, PartitionFetch
+from shared.kafka.batch_fetcher import PartitionFetch
+from shared.kafka.batch_producer import DEFAULT_BUFFER_BYTES, BatchProducer
 from shared.kafka.error_codes import (
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,

@@ -19,7 +19,7 @@ from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from shared.errors import KafkaOperationError
-from shared.kafka.batch_link import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
+from shared.kafka.batch_producer import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
 from shared.kafka.error_codes import (
     MESSAGE_TOO_LARGE,
     NOT_LEADER_OR_FOLLOWER,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiokafka.protocol.admin import ApiVersionRequest
 
-from shared.kafka.batch_link import DEFAULT_PARTITION_FETCH_BYTES, PARTITION_BYTES_PER_S, BatchFetcher
+from shared.kafka.batch_fetcher import DEFAULT_PARTITION_FETCH_BYTES, PARTITION_BYTES_PER_S, BatchFetcher
 
 
 class _Link:
