@@ -6,6 +6,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shared.partition_key import PartitionKey
 from shared.records.offset_sync import OffsetSync, SyncSegment
 
 SYNCS_PER_PARTITION = 64
@@ -17,8 +18,6 @@ _LONG_MIN = -(1 << 63)
 _LONG_MAX = (1 << 63) - 1
 _POWERS = tuple(1 << k for k in range(SYNCS_PER_PARTITION))
 _C_STEPS = tuple(1 << max(i - 2, 0) for i in range(SYNCS_PER_PARTITION))
-
-TopicPartition = tuple[str, int]
 
 
 def _as_long(value: int) -> int:
@@ -144,11 +143,11 @@ class OffsetSyncStore:
     def __init__(self, *, initialization_must_read_to_end: bool = True) -> None:
         self._initialization_must_read_to_end = initialization_must_read_to_end
         self._read_to_end = False
-        self._syncs: dict[TopicPartition, list[_StoredSync]] = {}
-        self._last_received: dict[TopicPartition, _StoredSync] = {}
-        self._runs: dict[TopicPartition, list[_Run]] = {}
-        self._wanted: dict[TopicPartition, dict[int, None]] = {}  # oldest first
-        self._trim_at: dict[TopicPartition, int] = {}  # run count that triggers the next trim (wanted offsets)
+        self._syncs: dict[PartitionKey, list[_StoredSync]] = {}
+        self._last_received: dict[PartitionKey, _StoredSync] = {}
+        self._runs: dict[PartitionKey, list[_Run]] = {}
+        self._wanted: dict[PartitionKey, dict[int, None]] = {}  # oldest first
+        self._trim_at: dict[PartitionKey, int] = {}  # run count that triggers the next trim (wanted offsets)
         self.rewinds = 0  # syncs that went back in either offset: earlier exact answers may no longer hold
 
     @property
@@ -160,7 +159,7 @@ class OffsetSyncStore:
         """Record that the initial read of the offset-syncs topic reached its end; translation starts."""
         self._read_to_end = True
 
-    def partitions(self) -> frozenset[TopicPartition]:
+    def partitions(self) -> frozenset[PartitionKey]:
         """The (topic, partition) pairs that have at least one sync."""
         return frozenset(self._syncs)
 
@@ -183,7 +182,7 @@ class OffsetSyncStore:
         self._update_sync_array(updated, current, entry)
         self._syncs[tp] = updated
 
-    def _extend_runs(self, tp: TopicPartition, previous: _StoredSync | None, new: _StoredSync) -> None:
+    def _extend_runs(self, tp: PartitionKey, previous: _StoredSync | None, new: _StoredSync) -> None:
         runs = self._runs.setdefault(tp, [])
         if previous is not None and _continues(previous, new):
             runs[-1].last = new.upstream

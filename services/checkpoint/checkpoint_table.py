@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from shared.kafka.follow import FollowedRecord
+from shared.partition_key import PartitionKey
 from shared.records import Checkpoint
 from shared.records.reading import decoded
 
 _log = structlog.get_logger(__name__)
-Partition = tuple[str, int]
 OWN_WRITES_KEPT = 1_000_000  # being written and not yet read back; beyond this they are decoded as any record
 
 
@@ -27,7 +27,7 @@ class CheckpointTable:
 
     def __init__(self, wanted: Callable[[str], bool] | None = None) -> None:
         self._wanted = wanted or (lambda _group: True)
-        self._latest: dict[str, dict[Partition, tuple[int, Checkpoint]]] = {}
+        self._latest: dict[str, dict[PartitionKey, tuple[int, Checkpoint]]] = {}
         self._writing: dict[bytes, bytes] = {}  # key -> value of records this instance is writing
         self.invalid_records = 0
 
@@ -71,7 +71,7 @@ class CheckpointTable:
         self.invalid_records += 1
         _log.warning("invalid_checkpoint_skipped", topic=record.topic, offset=record.offset, error=reason)
 
-    def for_group(self, group: str) -> Mapping[Partition, Checkpoint]:
+    def for_group(self, group: str) -> Mapping[PartitionKey, Checkpoint]:
         """The latest checkpoints of `group` by (remote topic, partition); empty if none."""
         return {key: checkpoint for key, (_, checkpoint) in self._latest.get(group, {}).items()}
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from services.checkpoint.rules import CheckpointRules, Partition
+from services.checkpoint.rules import CheckpointRules
 from shared.kafka.group_offsets import GroupOffsets
+from shared.partition_key import PartitionKey
 from shared.records import Checkpoint
 
-LastCheckpoints = Callable[[str], Mapping[Partition, Checkpoint]]
+LastCheckpoints = Callable[[str], Mapping[PartitionKey, Checkpoint]]
 
 
 @dataclass(slots=True)

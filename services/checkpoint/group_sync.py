@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from shared.kafka.group_offsets import CommittedOffset
+from shared.partition_key import PartitionKey
 from shared.records import Checkpoint
 
-Partition = tuple[str, int]
 IDLE_STATES = frozenset({"EMPTY", "DEAD"})
 
 
@@ -28,18 +28,18 @@ class SyncDecision:
     """`sync`: write `offsets`; `active`: the group has members; `current`: nothing to move forward."""
 
     action: Literal["sync", "active", "current"]
-    offsets: dict[Partition, CommittedOffset] = field(default_factory=dict)
+    offsets: dict[PartitionKey, CommittedOffset] = field(default_factory=dict)
 
 
 def decide_group_sync(
     state: str | None,
-    target_offsets: Mapping[Partition, CommittedOffset],
-    checkpoints: Mapping[Partition, Checkpoint],
+    target_offsets: Mapping[PartitionKey, CommittedOffset],
+    checkpoints: Mapping[PartitionKey, Checkpoint],
 ) -> SyncDecision:
     """What to do with one target group in `state`, given its committed offsets and its latest checkpoints."""
     if not is_idle(state):
         return SyncDecision("active")
-    moves: dict[Partition, CommittedOffset] = {}
+    moves: dict[PartitionKey, CommittedOffset] = {}
     for partition, checkpoint in checkpoints.items():
         current = target_offsets.get(partition)
         if current is not None and current.offset >= checkpoint.downstream_offset:

@@ -13,8 +13,7 @@ from services.checkpoint.metrics import CheckpointMetrics
 from shared.errors import StraitError
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin, GroupBusyError
 from shared.kafka.group_requests import GroupOffsetsClient, UnsupportedBatching
-
-Partition = tuple[str, int]
+from shared.partition_key import PartitionKey
 
 
 class GroupOffsetSyncer:
@@ -54,7 +53,7 @@ class GroupOffsetSyncer:
         except UnsupportedBatching:  # brokers older than Kafka 3.0: one request per group
             target_offsets, failures = await asyncio.to_thread(self._target.committed_offsets, idle)
         errors: list[StraitError] = list(failures.values())
-        changes: dict[str, dict[Partition, CommittedOffset]] = {}
+        changes: dict[str, dict[PartitionKey, CommittedOffset]] = {}
         for group in idle:
             if group in failures:
                 continue

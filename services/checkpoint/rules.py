@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from shared.filters import TopicFilter
 from shared.kafka.group_offsets import CommittedOffset
+from shared.partition_key import PartitionKey
 from shared.records import Checkpoint
 from shared.replication_policy import ReplicationPolicy, checkpoint_topic_name
 
@@ -20,7 +21,6 @@ from shared.replication_policy import ReplicationPolicy, checkpoint_topic_name
 Translate = Callable[[str, int, int], int | None]
 # (source topic, partition, upstream offset) -> True if that translation is exact (later syncs cannot improve it)
 IsExact = Callable[[str, int, int], bool]
-Partition = tuple[str, int]
 _CACHE_MAX = 100_000
 
 
@@ -100,15 +100,15 @@ class CheckpointRules:
             metadata=committed.metadata,
         )
 
-    def relevant(self, offsets: Mapping[Partition, CommittedOffset]) -> bool:
+    def relevant(self, offsets: Mapping[PartitionKey, CommittedOffset]) -> bool:
         """True if the group has an offset on a topic the flow replicates (MM2 checkpoints only those groups)."""
         return any(self.replicated(topic) for topic, _ in offsets)
 
     def for_group(
         self,
         group: str,
-        offsets: Mapping[Partition, CommittedOffset],
-        last: Mapping[Partition, Checkpoint],
+        offsets: Mapping[PartitionKey, CommittedOffset],
+        last: Mapping[PartitionKey, Checkpoint],
     ) -> GroupCheckpoints:
         """New checkpoints of `group` given its committed `offsets` and its `last` checkpoints (by remote name)."""
         outcome = GroupCheckpoints()

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.partition_key import PartitionKey
 from shared.records.checkpoint import Checkpoint
 
 FlowKey = tuple[str, str]
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +30,10 @@ class CheckpointIndex:
     """
 
     def __init__(self) -> None:
-        self._flows: dict[FlowKey, dict[str, dict[TopicPartition, IndexedCheckpoint]]] = {}
+        self._flows: dict[FlowKey, dict[str, dict[PartitionKey, IndexedCheckpoint]]] = {}
         self._count: dict[FlowKey, int] = {}
         # A group's partitions in (topic, partition) order, rebuilt only when the group gains a partition.
-        self._order: dict[tuple[FlowKey, str], list[TopicPartition]] = {}
+        self._order: dict[tuple[FlowKey, str], list[PartitionKey]] = {}
         # Bumped by every checkpoint of the group: lets readers cache what they derive from it.
         self._versions: dict[tuple[FlowKey, str], int] = {}
 
@@ -53,11 +53,11 @@ class CheckpointIndex:
         """How many checkpoints of the group were applied on `flow` (0 if none): changes whenever its answer may."""
         return self._versions.get((flow, group), 0)
 
-    def group(self, flow: FlowKey, group: str) -> Mapping[TopicPartition, IndexedCheckpoint] | None:
+    def group(self, flow: FlowKey, group: str) -> Mapping[PartitionKey, IndexedCheckpoint] | None:
         """The group's checkpoints on `flow`, or None if none was seen."""
         return self._flows.get(flow, {}).get(group)
 
-    def sorted_group(self, flow: FlowKey, group: str) -> list[tuple[TopicPartition, IndexedCheckpoint]] | None:
+    def sorted_group(self, flow: FlowKey, group: str) -> list[tuple[PartitionKey, IndexedCheckpoint]] | None:
         """The group's checkpoints on `flow` in (topic, partition) order, or None if none was seen."""
         partitions = self._flows.get(flow, {}).get(group)
         if partitions is None:
@@ -67,7 +67,7 @@ class CheckpointIndex:
             order = self._order[(flow, group)] = sorted(partitions)
         return [(key, partitions[key]) for key in order]
 
-    def groups(self, flow: FlowKey) -> Mapping[str, Mapping[TopicPartition, IndexedCheckpoint]]:
+    def groups(self, flow: FlowKey) -> Mapping[str, Mapping[PartitionKey, IndexedCheckpoint]]:
         """Every group with checkpoints on `flow` (read-only view)."""
         return self._flows.get(flow, {})
 

@@ -7,8 +7,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shared.dr.flow_reads import FlowReads, PartitionKey
+from shared.dr.flow_reads import FlowReads
 from shared.kafka.group_offsets import GroupAdmin
+from shared.partition_key import PartitionKey
 
 POLL_S = 1.0
 

@@ -21,7 +21,7 @@ import structlog
 from shared.config import FlowConfig
 from shared.dr.drain import Drain, drain_copy_and_checkpoints
 from shared.dr.failover import DrRefused, group_pattern, new_report_id, quiet_producers, reachable, selected
-from shared.dr.flow_reads import FlowReads, GroupCheckpoints, PartitionKey, provenance_at, read_timeout
+from shared.dr.flow_reads import FlowReads, GroupCheckpoints, provenance_at, read_timeout
 from shared.dr.group_moves import GroupMover, GroupTarget, Position
 from shared.dr.positions import TailChoice, back_to_source
 from shared.dr.records import DrReport, FlowDrState, PartitionPoint, TailRange
@@ -32,6 +32,7 @@ from shared.kafka.end_offsets import listed_watermarks
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin
 from shared.kafka.partition_reader import each_record
 from shared.offset_sync_store import OffsetSyncStore
+from shared.partition_key import PartitionKey
 from shared.records.provenance import Provenance, provenance_of
 
 _log = structlog.get_logger("dr")

@@ -16,12 +16,12 @@ from shared.kafka.end_offsets import committed_watermarks, listed_watermarks
 from shared.kafka.partition_reader import read_offsets, read_to_end
 from shared.kafka.topic_admin import TopicAdmin
 from shared.offset_sync_store import OffsetSyncStore
+from shared.partition_key import PartitionKey
 from shared.progress_store import load_progress
 from shared.records.checkpoint import Checkpoint
 from shared.records.progress import Progress
 from shared.records.provenance import Provenance, provenance_of
 
-PartitionKey = tuple[str, int]
 READ_TIMEOUT_S = 30.0  # one read of a flow's topics, unless the action as a whole has less time
 
 

@@ -11,8 +11,7 @@ from shared.dr.positions import plan_partition
 from shared.dr.records import GroupMove, GroupSkipped
 from shared.errors import KafkaOperationError
 from shared.kafka.group_offsets import CommittedOffset, GroupAdmin, GroupBusyError
-
-PartitionKey = tuple[str, int]
+from shared.partition_key import PartitionKey
 
 
 @dataclass(frozen=True)

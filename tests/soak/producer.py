@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from shared.kafka.factories import confluent_producer
-
-Slot = tuple[str, int]
+from shared.partition_key import PartitionKey
 
 
 def encode(topic: str, partition: int, seq: int) -> bytes:
@@ -33,10 +32,10 @@ class AckLedger:
     """Which sequence numbers of each topic-partition the source acknowledged (one byte per record)."""
 
     def __init__(self) -> None:
-        self._acked: dict[Slot, bytearray] = {}
+        self._acked: dict[PartitionKey, bytearray] = {}
         self.count = 0
 
-    def mark(self, slot: Slot, seq: int) -> None:
+    def mark(self, slot: PartitionKey, seq: int) -> None:
         """Record one acknowledgement."""
         bits = self._acked.setdefault(slot, bytearray())
         if seq >= len(bits):
@@ -45,7 +44,7 @@ class AckLedger:
             bits[seq] = 1
             self.count += 1
 
-    def missing_from(self, slot: Slot, seen: bytearray) -> int:
+    def missing_from(self, slot: PartitionKey, seen: bytearray) -> int:
         """How many acknowledged sequence numbers of `slot` are not marked in `seen`."""
         acked = self._acked.get(slot, bytearray())
         return sum(1 for seq, flag in enumerate(acked) if flag and (seq >= len(seen) or not seen[seq]))
@@ -68,8 +67,8 @@ class SteadyProducer:
         on_note: Callable[[str, str], object],
     ) -> None:
         self._props = dict(props)
-        self._slots: list[Slot] = [(topic, p) for topic in topics for p in range(partitions)]
-        self._next_seq: dict[Slot, int] = dict.fromkeys(self._slots, 0)
+        self._slots: list[PartitionKey] = [(topic, p) for topic in topics for p in range(partitions)]
+        self._next_seq: dict[PartitionKey, int] = dict.fromkeys(self._slots, 0)
         self._rate = rate
         self._on_note = on_note
         self._producer = self._new_client()

@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from shared.partition_key import PartitionKey
 from tests.soak.clusters import GROUP
 from tests.soak.compare import ResumePoint, TopicComparison
 from tests.soak.events import Event, EventLog
 from tests.soak.options import SoakOptions
-
-Partition = tuple[str, int]
 
 
 @dataclass
@@ -33,8 +32,8 @@ class SoakResult:
     caught_up: bool = False
     catchup_s: float = 0.0
     topics: list[TopicComparison] = field(default_factory=list)
-    committed: dict[Partition, int] = field(default_factory=dict)
-    points: dict[Partition, ResumePoint] = field(default_factory=dict)
+    committed: dict[PartitionKey, int] = field(default_factory=dict)
+    points: dict[PartitionKey, ResumePoint] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     kills: Counter[str] = field(default_factory=Counter)
     exits: Counter[str] = field(default_factory=Counter)

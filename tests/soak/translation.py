@@ -7,13 +7,12 @@ from collections.abc import Mapping
 
 import httpx
 
+from shared.partition_key import PartitionKey
 from tests.soak.clusters import SOURCE, TARGET
 from tests.soak.compare import ResumePoint
 
-Partition = tuple[str, int]  # (source topic, partition)
 
-
-def translated_offsets(url: str, group: str) -> dict[Partition, ResumePoint] | None:
+def translated_offsets(url: str, group: str) -> dict[PartitionKey, ResumePoint] | None:
     """The group's checkpoints keyed by source topic-partition; None while the translator cannot answer."""
     try:
         with httpx.Client(timeout=10) as client:
@@ -31,19 +30,19 @@ def translated_offsets(url: str, group: str) -> dict[Partition, ResumePoint] | N
     }
 
 
-def behind(points: Mapping[Partition, ResumePoint], committed: Mapping[Partition, int]) -> list[Partition]:
+def behind(points: Mapping[PartitionKey, ResumePoint], committed: Mapping[PartitionKey, int]) -> list[PartitionKey]:
     """Committed partitions whose checkpoint is missing or does not carry the committed offset yet."""
     return sorted(key for key, offset in committed.items() if key not in points or points[key].upstream != offset)
 
 
 def wait_for_checkpoints(
-    url: str, group: str, committed: Mapping[Partition, int], timeout_s: float, settle_s: float = 10
-) -> dict[Partition, ResumePoint]:
+    url: str, group: str, committed: Mapping[PartitionKey, int], timeout_s: float, settle_s: float = 10
+) -> dict[PartitionKey, ResumePoint]:
     """Poll the translator until every committed partition's checkpoint carries the committed offset and the
     answer stayed the same for `settle_s` (offset syncs that arrive late still improve the translation), or time
     runs out; the last answer either way."""
     deadline = time.monotonic() + timeout_s
-    points: dict[Partition, ResumePoint] = {}
+    points: dict[PartitionKey, ResumePoint] = {}
     while True:
         answer = translated_offsets(url, group)
         if answer is not None:

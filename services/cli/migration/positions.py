@@ -17,21 +17,21 @@ from shared.flow_context import FlowContext
 from shared.kafka.end_offsets import partition_watermarks
 from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topic_admin import TopicAdmin
+from shared.partition_key import PartitionKey
 from shared.progress_store import load_progress
 from shared.records.connect_offsets import SOURCE_CONNECTOR, SourcePartitionKey, decode_last_copied
 from shared.replication_policy import mm2_connect_offsets_topic
 
 _log = structlog.get_logger(__name__)
-Partition = tuple[str, int]
 
 
 @dataclass(frozen=True)
 class FlowPositions:
     """Both tools' positions for one flow's source partitions, the source's offsets, and the topic names."""
 
-    mm2: dict[Partition, int]
-    strait: dict[Partition, int]
-    watermarks: dict[Partition, tuple[int, int]]
+    mm2: dict[PartitionKey, int]
+    strait: dict[PartitionKey, int]
+    watermarks: dict[PartitionKey, tuple[int, int]]
     mm2_offsets_topic: str
 
     def states(self, direction: Direction) -> list[PartitionState]:
@@ -43,12 +43,12 @@ class FlowPositions:
         ]
 
 
-def mm2_positions(flow: FlowConfig, offsets_topic: str, *, timeout_s: float) -> dict[Partition, int]:
+def mm2_positions(flow: FlowConfig, offsets_topic: str, *, timeout_s: float) -> dict[PartitionKey, int]:
     """The next offset MM2 would copy per source partition of `flow`, from its Connect offsets topic on the target.
 
     Records of MM2's other connectors (checkpoints, heartbeats) and of other source clusters are passed over.
     """
-    found: dict[Partition, int] = {}
+    found: dict[PartitionKey, int] = {}
     by_partition = read_all_partitions(flow.target_consumer_props(), offsets_topic, timeout_s=timeout_s)
     for records in by_partition.values():  # one key always lands on one partition: log order is write order
         for record in records:
@@ -74,7 +74,7 @@ def mm2_positions(flow: FlowConfig, offsets_topic: str, *, timeout_s: float) -> 
     return found
 
 
-def strait_positions(flow: FlowConfig, *, timeout_s: float) -> dict[Partition, int]:
+def strait_positions(flow: FlowConfig, *, timeout_s: float) -> dict[PartitionKey, int]:
     """The next offset Strait's data-mirror would copy per source partition of `flow` (none before its first run)."""
     topic = FlowContext.of(flow).progress_topic
     if topic not in TopicAdmin(flow.target, flow.target_admin_props(), timeout_s=timeout_s).partition_counts():
