@@ -2,73 +2,51 @@
 
 Python works per batch, not per record: a fetched v2 batch gets the target's own header fields (base offset,
 producer id, epoch and sequence; see `shared.kafka.record_batches`) and goes out still compressed; the target
-gives its records consecutive offsets, so one offset sync per run of batches stays exact. A batch that cannot
-go as it is (starting before the position, offset gaps left by compaction, log-append timestamps, an old
-message format, larger than the target's max.message.bytes) is re-encoded with the same producer, so order and
-idempotence hold; a batch the target refuses is sent again one record per batch, and a record refused on its
-own stops its partition exactly as the record path does (`PartitionCopy.refuse`). Several small batches that one
-fetch brings back to back are merged into one re-encoded batch, so a backlog of tiny batches is not copied at
-five batches per round trip; so are uncompressed batches of which two fit the target producer's `batch.size`: a
-partition's short backlog then lands in one append, and a broker given thousands of new partitions adds no index
-entry to them (each first entry faults a page of a fresh, sparse index into memory: measured, that was most of a
-target broker's time in a catch-up of 4,000 partitions).
+gives its records consecutive offsets, so one offset sync per run of batches stays exact. Whether a batch goes as
+it is, merged with its neighbours or re-encoded is `forwarding`'s decision; a batch the target refuses is sent
+again one record per batch, and a record refused on its own stops its partition exactly as the record path does
+(`PartitionCopy.refuse`). Which partitions each fetch names is `fetch_lanes`', the leader-epoch checks before a
+fetch `epoch_checks`', what a fetch or produce error means `shared.kafka.error_classes`'.
 
-Only at-least-once flows use it: exactly-once flows copy record by record inside the target transaction.
 Positions, progress, offset syncs and hand-over are the task loop's (`task_loop.TaskLoop`); progress records go
-out through this copier's producer, one record per batch, so the target has one client per task.
+out through this copier's producer (`progress_batches`), so the target has one client per task.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
+from services.data_mirror.batch_sends import BatchSends
 from services.data_mirror.copier import FLUSH_TIMEOUT_S, FetchPosition, ProgressFailed, TaskFailed
+from services.data_mirror.epoch_checks import EpochChecks, Fetching
+from services.data_mirror.fetch_lanes import NO_LEADER, FetchKey, FetchLanes
+from services.data_mirror.forwarding import PartitionState, groups
 from services.data_mirror.partition_copy import Clock, PartitionCopy
-from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
+from services.data_mirror.progress_batches import ProgressBatches, progress_landed
+from services.data_mirror.resume import diverged_at
 from services.data_mirror.task_clients import TaskClients
-from services.data_mirror.work import TaskSpec
+from services.data_mirror.work import DEFAULT_BATCH_BYTES, TaskSpec
 from shared.errors import KafkaOperationError
 from shared.kafka.batch_fetcher import PartitionFetch
 from shared.kafka.batch_link import BatchLink
-from shared.kafka.batch_producer import Landed, Outcome, OutgoingBatch
+from shared.kafka.batch_producer import Landed, Outcome
 from shared.kafka.error_classes import ErrorClass, error_class, error_name
 from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED
-from shared.kafka.leader_epochs import NO_EPOCH
 from shared.kafka.record_batches import (
     CommittedFilter,
     SourceBatch,
-    SourceRecord,
-    TargetBatch,
-    encode_records,
-    for_target,
     read_batches,
-    records_of,
 )
 from shared.partition_key import PartitionKey
 
-FetchKey = tuple[int, int]  # (source leader, fetch lane)
 MAX_QUEUED_BATCHES = 8  # per partition: it is left out of fetches while this many wait for the target
-# A fetch that brings several small batches of a partition (a backlog of a producer that sends few records per
-# batch) merges them: a partition has at most five batches in flight, so tiny ones would cap the copy far below
-# the rate the source was written at (one merged batch costs a re-encoding, many tiny ones cost a round trip each).
-# Small: few records and few bytes, so the round trip and the per-batch work outweigh re-encoding its records.
-SMALL_BATCH_RECORDS = 64
-SMALL_BATCH_BYTES = 8 * 1024
-MERGED_BATCH_BYTES = 256 * 1024
-# A commit's progress records, batched: well under Kafka's default max.message.bytes and max.request.size (1 MiB).
-PROGRESS_BATCH_BYTES = 256 * 1024
-PROGRESS_RECORD_OVERHEAD = 24  # a v2 record's length, attributes, deltas and header count, generously
-DEFAULT_TARGET_BATCH_BYTES = 16_384  # Kafka's producer default batch.size, when the flow sets none
+# A fetch's small batches are merged (`forwarding`): a partition has at most five batches in flight, so tiny ones
+# would cap the copy far below the rate the source was written at.
 WAKE_S = 0.05
 REFRESH_EVERY_S = 0.5
-# Every partition is looked at again at least this often, in case a change came that no event told of (aiokafka
-# refreshing its metadata by itself); otherwise only the partitions something happened to are (see `_look`).
-LOOK_AGAIN_S = 0.5
-NO_LEADER: FetchKey = (-1, -1)  # `_lane_now`: the partition's leader is not known
 FETCH_RETRY_BACKOFF_S = 0.1
 # One fetch brings at most this share of the byte bound: its response is held twice while it arrives (the
 # connection's read buffer, then the response's own bytes), so a fetch of the whole room made a worker's memory peak
@@ -76,32 +54,6 @@ FETCH_RETRY_BACKOFF_S = 0.1
 # dozen max.partition.fetch.bytes). Smaller fetches in a row fill the same room. (Decoding adds no copy, record sets
 # are views of the response, `fetch_response`; forwarding copies each batch's records out of it, once.)
 FETCH_SHARE_OF_BUFFER = 4
-
-
-def _newest(records: Sequence[SourceRecord]) -> int:
-    """The newest timestamp of `records` (-1 when none has one: message format v0)."""
-    return max((record.timestamp for record in records if record.timestamp is not None), default=-1)
-
-
-@dataclass(frozen=True, slots=True)
-class _ProgressNote:
-    """What a progress batch carries back: whom to tell when it was not written (one per record)."""
-
-    on_failure: tuple[ProgressFailed, ...]
-
-
-@dataclass
-class Fetching:
-    """Where the next fetch of a partition starts, and up to where each record goes to the target on its own.
-
-    `epoch` is the leader epoch of the last batch fetched; `validated` the current leader epoch under which the
-    position was last known to be on the leader's log (KIP-320). A newer leader epoch is checked before the next
-    fetch: a log truncated under the position (an unclean election) rewinds the partition to where it diverged."""
-
-    position: int
-    one_by_one_until: int = -1
-    epoch: int = NO_EPOCH
-    validated: int = NO_EPOCH
 
 
 class BatchCopier:
@@ -114,30 +66,23 @@ class BatchCopier:
         self.link: BatchLink | None = None
         self.parts: dict[PartitionKey, PartitionCopy] = {}
         self.fetching: dict[PartitionKey, Fetching] = {}
-        self.records = 0
+        self._sends = BatchSends(lambda: self._link.producer, clock, self.hold)
         self.read_errors = 0
         self._fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
         self._refreshed = 0.0
         self._refreshing: asyncio.Future[None] | None = None
-        self._rotations: dict[FetchKey, int] = {}  # per lane: which of its partitions its next fetch names first
         self._node_retry_at: dict[int, float] = {}
         self._fetch_limits: dict[FetchKey, int] = {}  # (source leader, lane) -> the bytes its fetch may bring
         self._fetched_from: set[FetchKey] = set()  # the leaders' lanes the last round of fetches went to
-        self._order: dict[PartitionKey, int] = {}  # each partition's place, which spreads partitions over lanes
-        self._validations: dict[PartitionKey, asyncio.Task[tuple[int, int]]] = {}
-        # The partitions to fetch, each in its lane, kept between rounds: a round looks only at the partitions
-        # touched since the last one (answered, landed, held, released), so a task with thousands of quiet
-        # partitions does not weigh each of them again for every fetch its few busy ones make.
-        self._lane_of: dict[PartitionKey, FetchKey] = {}
-        self._members: dict[FetchKey, dict[PartitionKey, None]] = {}
-        self._touched: set[PartitionKey] = set()
-        self._leaderless: set[PartitionKey] = set()  # looked at with no leader known: new metadata is asked for
-        self._next_look = 0.0  # when every partition is looked at again
-        self._looked_at: tuple[int, int] = (-1, -1)  # the fetcher's and the producer's changes at the last full look
-        self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_TARGET_BATCH_BYTES))
+        self._epochs = EpochChecks()
+        self._lanes = FetchLanes()
+        self._target_batch_bytes = int(spec.target_producer.get("batch.size", DEFAULT_BATCH_BYTES))
         self._bound_per_lane = "buffer.memory" not in spec.target_producer  # unset: the bound grows with distance
-        self._distance = 1  # the most lanes of a source leader this task fetches from, as of the last full look
-        self._progress: list[tuple[SourceRecord, ProgressFailed]] = []
+        self._progress = ProgressBatches(spec.progress_topic)
+
+    @property
+    def records(self) -> int:
+        return self._sends.records
 
     @property
     def _link(self) -> BatchLink:
@@ -151,7 +96,7 @@ class BatchCopier:
         self.link.producer.prioritise((self.spec.progress_topic, 0))
 
     async def close(self) -> None:
-        for pending in [*self._fetches.values(), *self._validations.values()]:
+        for pending in [*self._fetches.values(), *self._epochs.pending()]:
             pending.cancel()
         if self.link is not None:
             await self.link.close()
@@ -159,13 +104,11 @@ class BatchCopier:
     def assign(self, parts: dict[PartitionKey, PartitionCopy]) -> None:
         self.parts = parts
         self.fetching = {key: Fetching(part.position) for key, part in parts.items()}
-        self._order = {key: index for index, key in enumerate(sorted(parts))}
-        self._lane_of, self._members, self._touched, self._next_look = {}, {}, set(), 0.0
-        self._leaderless, self._rotations = set(), {}
+        self._lanes.assign(parts)
 
     def _touch(self, key: PartitionKey) -> None:
         """Something happened to `key` that may change whether and where it is fetched: the next round looks."""
-        self._touched.add(key)
+        self._lanes.touch(key)
 
     def hold(self, part: PartitionCopy) -> None:
         part.paused = True
@@ -187,35 +130,8 @@ class BatchCopier:
         return errors
 
     def write_progress(self, key: bytes, value: bytes, on_failure: ProgressFailed) -> None:
-        """Kept until the commit's last one is written: a commit's progress records go out together, in batches
-        of the same producer as the records (no second client for the target). One partition of one topic takes
-        one batch per request, so a batch per record would write a commit of thousands of partitions at a few
-        records per round trip."""
-        self._progress.append(
-            (SourceRecord(0, int(self.clock.now_ms or time.time() * 1000), key, value, ()), on_failure)
-        )
-
-    def _send_progress(self) -> None:
-        """The progress records written since the last call, in batches of at most PROGRESS_BATCH_BYTES."""
-        pending, self._progress = self._progress, []
-        target = (self.spec.progress_topic, 0)
-        group: list[tuple[SourceRecord, ProgressFailed]] = []
-        size = 0
-        for entry in pending:
-            record = entry[0]
-            record_bytes = len(record.key or b"") + len(record.value or b"") + PROGRESS_RECORD_OVERHEAD
-            if group and size + record_bytes > PROGRESS_BATCH_BYTES:
-                self._send_progress_batch(target, group)
-                group, size = [], 0
-            group.append(entry)
-            size += record_bytes
-        if group:
-            self._send_progress_batch(target, group)
-
-    def _send_progress_batch(self, target: PartitionKey, group: list[tuple[SourceRecord, ProgressFailed]]) -> None:
-        payload = encode_records([record for record, _ in group], 0)
-        note = _ProgressNote(tuple(on_failure for _, on_failure in group))
-        self._link.producer.send(OutgoingBatch(target, payload, len(group), note))
+        """Kept until the commit's last one is written (`progress_batches`)."""
+        self._progress.add(key, value, int(self.clock.now_ms or time.time() * 1000), on_failure)
 
     # -- the loop ---------------------------------------------------------------------------------------
     async def step(self) -> None:
@@ -231,12 +147,12 @@ class BatchCopier:
                 del fetches[lane]
                 self._fetch_limits.pop(lane, None)
                 self._take_fetch(lane[0], fetch)
-        self._send_progress()
+        self._progress.send(self._link.producer)
         self._link.producer.pump()
 
     async def settle(self, *, wait: bool) -> None:
         """Without `wait`, send what is queued; with it, until the target answered every batch sent."""
-        self._send_progress()
+        self._progress.send(self._link.producer)
         self._link.producer.pump()
         if not wait:
             return
@@ -270,22 +186,18 @@ class BatchCopier:
         self._look(now)
         by_lane = {
             lane: members
-            for lane, members in self._members.items()
+            for lane, members in self._lanes.members.items()
             if members and lane not in fetches and now >= self._node_retry_at.get(lane[0], 0.0)
         }
         # each fetch may bring its share of the room, and never more than a part of the bound
         share = min(room // max(len(by_lane), 1), bound // FETCH_SHARE_OF_BUFFER)
         # Every partition in a fetch (none held, none without a leader): none waits for a fetch to answer before it
         # is fetched again, so the fetches may wait long on a quiet source; otherwise briefly, for the held ones.
-        long_poll = len(self._lane_of) == len(self.parts)
+        long_poll = len(self._lanes.lane_of) == len(self.parts)
         self._fetched_from = set(by_lane) | (set(fetches) if by_lane else set())
-        for lane, members in by_lane.items():
-            # A different partition first each time: only the first partition with data gets a batch larger than
-            # max.partition.fetch.bytes whole, so a fixed order could starve a later partition's large batch.
-            keys = list(members)
-            self._rotations[lane] = self._rotations.get(lane, -1) + 1
-            first = self._rotations[lane] % len(keys)
-            positions = {key: self.fetching[key].position for key in keys[first:] + keys[:first]}
+        now_at = {key: fetching.position for key, fetching in self.fetching.items()}
+        for lane in by_lane:
+            positions = self._lanes.next_fetch(lane, now_at)
             self._fetch_limits[lane] = share
             fetch = self._link.fetcher.fetch(lane[0], positions, share, lane[1], long_poll=long_poll)
             fetches[lane] = asyncio.ensure_future(fetch)
@@ -297,43 +209,24 @@ class BatchCopier:
         is held here: with one default bound for all its lanes, each fetch waited for the target to free room, and at
         150 ms the copy ran at half its near rate (the bandwidth-delay product was the limit, not the link or CPU)."""
         bound = self._link.producer.buffer_bytes
-        return bound * self._distance if self._bound_per_lane else bound
+        return bound * self._lanes.distance if self._bound_per_lane else bound
 
     def _look(self, now: float) -> None:
-        """Decide again which partitions are fetched, and in which lane: all of them after the metadata, a round
-        trip or the target's readiness changed, and every LOOK_AGAIN_S in any case; otherwise only those touched
-        since the last round."""
+        """Decide again which partitions are fetched, and in which lane (`fetch_lanes`); a partition with no
+        leader known asks for new metadata."""
         seen = (self._link.fetcher.changes, self._link.producer.readiness_changes)
-        keys: Iterable[PartitionKey]
-        full = seen != self._looked_at or now >= self._next_look
-        if full:
-            self._looked_at, self._next_look = seen, now + LOOK_AGAIN_S
-            keys, self._touched = list(self.parts), set()
-        else:
-            keys, self._touched = self._touched, set()
-        leaders: set[int] = set()
-        for key in keys:
-            part = self.parts.get(key)
-            lane = None if part is None else self._lane_now(part)
-            if lane == NO_LEADER:
-                self._leaderless.add(key)
-                lane = None
-            else:
-                self._leaderless.discard(key)
-                if full and lane is not None:
-                    leaders.add(lane[0])
-            self._place(key, lane)
-        if leaders:  # (a full look with none fetchable, all held: the last distance stands)
-            self._distance = max(self._link.fetcher.lanes(node) for node in leaders)
-        if self._leaderless:
+        self._lanes.look(now, seen, self.parts, self._lane_now, self._link.fetcher.lanes)
+        if self._lanes.leaderless:
             self._refresh()  # (at most every REFRESH_EVERY_S)
 
-    def _lane_now(self, part: PartitionCopy) -> FetchKey | None:
+    def _lane_now(self, key: PartitionKey) -> FetchKey | None:
         """The lane `part` is fetched in now; None while it may not be fetched (held, as many batches waiting for
         the target as a partition may have, a target partition not taking batches yet, a leader epoch to check),
         NO_LEADER while its leader is unknown."""
-        key, remote = part.work.key, part.work.remote_key
-        producer = self._link.producer
+        part = self.parts.get(key)
+        if part is None:
+            return None
+        remote, producer = part.work.remote_key, self._link.producer
         if part.paused or producer.in_flight(remote) >= MAX_QUEUED_BATCHES:
             return None
         if not producer.ready(remote):
@@ -344,56 +237,28 @@ class BatchCopier:
         if node is None:
             return NO_LEADER
         # a distant leader's partitions are spread over several sessions fetched at once (BatchFetcher.lanes)
-        return (node, self._order.get(key, 0) % self._link.fetcher.lanes(node))
-
-    def _place(self, key: PartitionKey, lane: FetchKey | None) -> None:
-        old = self._lane_of.get(key)
-        if old == lane:
-            return
-        if old is not None:
-            del self._members[old][key]
-        if lane is None:
-            del self._lane_of[key]
-        else:
-            self._lane_of[key] = lane
-            self._members.setdefault(lane, {})[key] = None
+        return self._lanes.lane(key, node, self._link.fetcher.lanes(node))
 
     # -- leader epochs (KIP-320) ------------------------------------------------------------------------
-    def _epoch_checked(self, key: tuple[str, int]) -> bool:
-        """True when the partition may be fetched: its position is known to be on the current leader's log.
-
-        Under a newer leader epoch than the one last checked, the new leader is first asked where the epoch of
-        the last fetched batch ends (nothing fetched yet: nothing to check)."""
-        fetching, current = self.fetching[key], self._link.fetcher.epoch(key)
-        if fetching.epoch == NO_EPOCH or current == NO_EPOCH or current <= fetching.validated:
-            fetching.validated = max(fetching.validated, current)
-            return True
-        if key not in self._validations:
-            self._validations[key] = asyncio.ensure_future(self._link.fetcher.epoch_end(key, fetching.epoch))
-        return False
+    def _epoch_checked(self, key: PartitionKey) -> bool:
+        """True when the partition may be fetched: its position is known to be on the current leader's log."""
+        fetcher = self._link.fetcher
+        return self._epochs.checked(key, self.fetching[key], fetcher.epoch(key), lambda *ask: fetcher.epoch_end(*ask))
 
     def _take_validations(self) -> None:
-        for key, check in list(self._validations.items()):
-            if not check.done():
-                continue
-            del self._validations[key]
+        for key, end_offset in self._epochs.answers():
             self._touch(key)  # answered or not, whether it may be fetched is decided again
             part, fetching = self.parts.get(key), self.fetching.get(key)
             if part is None or fetching is None:
                 continue
-            try:
-                error, end_offset = check.result()
-                answered = not error
-            except KafkaOperationError:
-                answered = False
-            if not answered:  # an epoch the leader does not know yet, a leader that moved again, a lost
-                # connection: ask again after new metadata
+            if end_offset is None:  # not answered: asked again after new metadata
                 self.read_errors += 1
                 self._refresh()
                 continue
             fetching.validated = self._link.fetcher.epoch(key)
-            if 0 <= end_offset < fetching.position:
-                self._diverged(part, fetching, end_offset)
+            diverged = diverged_at(end_offset, fetching.position)
+            if diverged is not None:
+                self._diverged(part, fetching, diverged)
 
     def _diverged(self, part: PartitionCopy, fetching: Fetching, offset: int) -> None:
         """The source log was truncated under our position (an unclean leader election): what we copied from
@@ -432,7 +297,7 @@ class BatchCopier:
         if fetched and all(answer.error for answer in fetched.values()):
             self._node_retry_at[node] = time.monotonic() + FETCH_RETRY_BACKOFF_S
         out_of_range: list[tuple[PartitionCopy, Fetching]] = []
-        self._touched.update(fetched)
+        self._lanes.touch(*fetched)
         for key, answer in fetched.items():
             part, fetching = self.parts.get(key), self.fetching.get(key)
             if part is None or fetching is None or part.paused or answer.requested != fetching.position:
@@ -455,8 +320,9 @@ class BatchCopier:
             batches = batches[: batches.index(corrupt)]  # what comes before it is whole: copied as usual
         kept = CommittedFilter(answer.aborted).committed(batches) if self._link.read_committed else batches
         due = [batch for batch in kept if not batch.is_control and batch.last_offset >= fetching.position]
-        for group in self._groups(part, fetching, due):
-            sent = self._send(part, fetching, group[0]) if len(group) == 1 else self._merge(part, group)
+        for group in groups(due, PartitionState.of(part, fetching), self._target_batch_bytes):
+            sends = self._sends
+            sent = sends.send(part, fetching, group[0]) if len(group) == 1 else sends.merge(part, fetching, group)
             if not sent:
                 return  # the partition stopped at a refused record
             fetching.position = group[-1].next_offset
@@ -469,123 +335,7 @@ class BatchCopier:
     def _stop_at_corrupt(self, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> None:
         offset = max(batch.base_offset, fetching.position)
         part.stop_at_corrupt(offset, batch.corrupt or "checksum mismatch")
-        self._stop_at(part, fetching, offset)
-
-    def _groups(self, part: PartitionCopy, fetching: Fetching, batches: list[SourceBatch]) -> list[list[SourceBatch]]:
-        """`batches` in order, mergeable ones that follow each other without a gap merged in groups; the rest alone."""
-        limit = min(part.work.max_record_bytes or MERGED_BATCH_BYTES, MERGED_BATCH_BYTES)
-        pairs_below = min(limit, self._target_batch_bytes) // 2  # uncompressed batches two of which fit batch.size
-        groups: list[list[SourceBatch]] = []
-        size, merging = 0, False
-        for batch in batches:
-            small = self._mergeable(part, fetching, batch, pairs_below)
-            last = groups[-1][-1] if groups else None
-            if (
-                merging
-                and small
-                and last is not None
-                and batch.base_offset == last.next_offset
-                and batch.compression == last.compression
-                and size + len(batch.raw) <= limit
-            ):
-                groups[-1].append(batch)
-                size += len(batch.raw)
-            else:
-                groups.append([batch])
-                size, merging = len(batch.raw), small
-        return groups
-
-    @staticmethod
-    def _mergeable(part: PartitionCopy, fetching: Fetching, batch: SourceBatch, pairs_below: int) -> bool:
-        """A batch that could be forwarded as it is, small (few records and bytes) or uncompressed and at most
-        `pairs_below` bytes: merging it with its neighbours keeps offsets exact."""
-        small = batch.count < SMALL_BATCH_RECORDS and len(batch.raw) < SMALL_BATCH_BYTES
-        fits_twice = batch.compression == 0 and len(batch.raw) <= pairs_below
-        return (
-            (small or fits_twice)
-            and batch.base_offset >= fetching.position
-            and batch.why_not_forwardable(fetching.position) is None
-            and batch.base_offset > fetching.one_by_one_until
-            and (part.held_at is None or batch.last_offset < part.held_at)
-        )
-
-    def _merge(self, part: PartitionCopy, group: list[SourceBatch]) -> bool:
-        """Send consecutive small batches as one, re-encoded in their codec (one by one if too large for the target)."""
-        records = [record for batch in group for record in records_of(batch)]
-        encoded = encode_records(records, group[0].compression)
-        limit = part.work.max_record_bytes
-        if limit is not None and len(encoded) > limit:
-            return all(self._send(part, self.fetching[part.work.key], batch) for batch in group)
-        for batch in group:
-            self._count(part, batch)
-        upstream = range(group[0].base_offset, group[-1].last_offset + 1)
-        self._queue(part, encoded, upstream, max(batch.max_timestamp for batch in group))
-        return True
-
-    def _send(self, part: PartitionCopy, fetching: Fetching, batch: SourceBatch) -> bool:
-        """Queue `batch` for the target, as it is or re-encoded; False when the partition stops in it (a record
-        the target refuses, or a refusal an earlier task committed whose retry is not due yet)."""
-        limit = part.work.max_record_bytes
-        held = part.held_at is not None and batch.last_offset >= part.held_at
-        one_by_one = batch.base_offset <= fetching.one_by_one_until
-        reason = batch.why_not_forwardable(fetching.position)
-        if reason is None and held:
-            reason = "stops at a refused record"
-        if reason is None and one_by_one:
-            reason = "after a refusal, record by record"
-        if reason is None and limit is not None and len(batch.raw) > limit:
-            reason = f"batch of {len(batch.raw)} bytes is larger than max.message.bytes={limit}"
-        self._count(part, batch)
-        if reason is None:
-            upstream = range(batch.base_offset, batch.last_offset + 1)
-            self._queue(part, for_target(batch, -1, -1, -1), upstream, batch.max_timestamp)
-            part.forwarded += batch.count
-            return True
-        part.reencoded_reason = reason
-        records = records_of(batch, fetching.position)
-        if held:
-            assert part.held_at is not None
-            records = [record for record in records if record.offset < part.held_at]
-        if not one_by_one and records:
-            encoded = encode_records(records, batch.compression)
-            if limit is None or len(encoded) <= limit:
-                self._queue(part, encoded, [r.offset for r in records], _newest(records))
-                records = []
-        for record in records:  # one per batch: the batch is too large, or the target refused it as a whole
-            encoded = encode_records([record], batch.compression)
-            if limit is not None and len(encoded) > limit:
-                size, where = len(encoded), part.work.remote_topic
-                part.refuse(
-                    record.offset, f"record of {size} bytes is larger than max.message.bytes={limit} of {where}"
-                )
-                self._stop_at(part, fetching, record.offset)
-                return False
-            self._queue(part, encoded, [record.offset], _newest([record]))
-        if held:
-            assert part.held_at is not None
-            self._stop_at(part, fetching, part.held_at)
-            return False
-        return True
-
-    def _stop_at(self, part: PartitionCopy, fetching: Fetching, offset: int) -> None:
-        self.hold(part)
-        fetching.position = offset
-
-    def _count(self, part: PartitionCopy, batch: SourceBatch) -> None:
-        part.records += batch.count
-        part.bytes += max(len(batch.raw) - RECORD_BATCH_OVERHEAD, 0)
-        self.records += batch.count
-        if batch.max_timestamp < 0:
-            return  # message format v0: no timestamps, no age
-        age = self.clock.now_ms - batch.max_timestamp
-        part.age_ms_sum += age * batch.count
-        if age > part.age_ms_max:
-            part.age_ms_max = age
-
-    def _queue(self, part: PartitionCopy, payload: TargetBatch, upstream: Sequence[int], newest_ms: float) -> None:
-        part.in_flight.append(upstream[0])
-        note = (part, upstream, newest_ms)
-        self._link.producer.send(OutgoingBatch(part.work.remote_key, payload, len(upstream), note))
+        self._sends.stop_at(part, fetching, offset)
 
     def _fetch_error(self, part: PartitionCopy, fetching: Fetching, code: int) -> None:
         """A partition's fetch answered with an error (`error_classes` says what it is about)."""
@@ -612,8 +362,8 @@ class BatchCopier:
         earliest, latest = self.clients.offset_bounds([part.work.key for part, _ in parts])
         for part, fetching in parts:
             low, high = earliest.get(part.work.key), latest.get(part.work.key)
-            if low is None or high is None or low <= fetching.position <= high:
-                continue  # not known, or no longer out of range (a leader caught up): the next fetch tells
+            if low is None or high is None:
+                continue  # not known: the next fetch tells
             resume = part.skip_out_of_range(fetching.position, low, high, to_latest=self.spec.reset_to_latest)
             if resume < fetching.position:
                 self.hold(part)  # a reset backwards: fetched again once in flight answered (`_rewind_diverged`)
@@ -622,8 +372,7 @@ class BatchCopier:
     # -- what the target answered -----------------------------------------------------------------------
     def _take_landed(self) -> None:
         for landed in self._link.producer.take_landed():
-            if isinstance(landed.batch.note, _ProgressNote):
-                self._progress_landed(landed, landed.batch.note)
+            if progress_landed(self._link.producer, landed):
                 continue
             part, upstream, newest_ms = landed.batch.note
             self._touch(part.work.key)
@@ -634,15 +383,6 @@ class BatchCopier:
             else:
                 part.in_flight.popleft()
                 self._refused(part, upstream, landed)
-
-    def _progress_landed(self, landed: Landed, note: _ProgressNote) -> None:
-        """A progress record not written fails the task at its next commit (its partition is copied again)."""
-        if landed.outcome is Outcome.ACKNOWLEDGED:
-            return
-        if landed.outcome is Outcome.REFUSED:
-            self._link.producer.resume(landed.batch.key)
-        for on_failure in note.on_failure:
-            on_failure(landed.message or landed.outcome.value)
 
     def _refused(self, part: PartitionCopy, upstream: Sequence[int], landed: Landed) -> None:
         """A batch of several records is sent again record by record; a single refused record stops the partition.

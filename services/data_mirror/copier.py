@@ -41,7 +41,10 @@ ProgressFailed = Callable[[str], None]
 class Copier(Protocol):
     """Moves the records of the task's partitions; every call comes from the task loop, one at a time."""
 
-    records: int  # records taken from the source, for the task's result
+    @property
+    def records(self) -> int:
+        """Records taken from the source, for the task's result."""
+        ...
 
     async def open(self) -> None:
         """Connect (the task's start-up has read its committed progress by now)."""

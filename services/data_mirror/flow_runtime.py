@@ -10,8 +10,9 @@ import structlog
 
 from services.data_mirror.discovery import LIST_TIMEOUT_S, MirroredTopic, discover
 from services.data_mirror.plan import FlowClients, PartitionState, assign_slots
+from services.data_mirror.resume import made_again
 from services.data_mirror.task_secrets import SecretVault
-from services.data_mirror.work import PartitionWork
+from services.data_mirror.work import DEFAULT_BATCH_BYTES, PartitionWork
 from shared.config import FlowConfig
 from shared.control import CONTROL_TOPIC
 from shared.control.topic_names import is_mirror_transactional_id, mirror_transactional_id
@@ -25,7 +26,6 @@ from shared.progress_store import load_progress
 from shared.retry import Backoff, retriable_strait_error, retry_blocking
 
 _log = structlog.get_logger(__name__)
-DEFAULT_BATCH_BYTES = 1_000_000  # librdkafka's batch.size default
 BATCH_HEADROOM_BYTES = 512  # record-batch header and per-record framing
 LIMITS_REFRESH_S = 60
 FALLBACK_SLOTS = 8  # fenced when the target cannot list its transactions: slots beyond it stay as they are
@@ -200,7 +200,7 @@ class FlowRuntime:
                 if state is None:
                     changed = True
                     state = self.states[key] = self._revive(key, topic.remote_topic)
-                sides = (_made_again(state.source_topic_id, source_id), _made_again(state.remote_topic_id, remote_id))
+                sides = (made_again(state.source_topic_id, source_id), made_again(state.remote_topic_id, remote_id))
                 if any(sides):
                     recreated.setdefault(topic.source_topic, (sides, []))[1].append(state)
                 state.source_topic_id = source_id or state.source_topic_id
@@ -276,8 +276,3 @@ class FlowRuntime:
         if str(batch) != self.clients.target_producer.get("batch.size"):
             producer = {**self.clients.target_producer, "batch.size": str(batch)}
             self.clients = dataclasses.replace(self.clients, target_producer=producer)
-
-
-def _made_again(known: str | None, current: str | None) -> bool:
-    """True when a topic id we knew differs from the topic's id now (deleted and created again meanwhile)."""
-    return known is not None and current is not None and known != current

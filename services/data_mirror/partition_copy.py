@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.data_mirror.resume import Resume, out_of_range
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.work import PartitionWork
 from shared.kafka.error_classes import ErrorClass, client_error_class
@@ -188,27 +189,27 @@ class PartitionCopy:
 
     def skip_out_of_range(self, position: int, low: int, high: int, *, to_latest: bool) -> int:
         """The source no longer holds `position` (retention passed it, or the partition now ends before it):
-        where copying goes on, as `auto.offset.reset` says (MM2's consumer: earliest unless set to latest).
-
-        Every record skipped is counted as expired with its range, never silently; a refusal waiting at a
-        skipped offset is dropped (that record is gone). `position` is not moved here: records still in flight
-        land first. Forwards, the task's idle-position step moves it once the partition is settled. A position past
-        the end is a reset, not an expiry, and goes back: the log from `resume` on is not what was copied (made
-        again, or truncated with no epoch to say where), so it is handled as a divergence there, and the copier
-        rewinds once what is in flight answered; a restart before the copy passed the old position would
-        otherwise skip the new log's records up to it."""
-        resume = high if to_latest else low
-        if position > high:
+        where copying goes on (`resume.out_of_range`). `position` is not moved here: records still in flight land
+        first. Forwards, the skipped records are counted as expired and the task's idle-position step moves the
+        position once the partition is settled; backwards, the log from there on is handled as a divergence and
+        the copier rewinds once what is in flight answered."""
+        where = out_of_range(position, low, high, to_latest=to_latest)
+        if where.why is Resume.BACKWARDS:
             self.reset_from = position
-            self.diverge(resume)
-        elif resume > position:
-            self.expired += resume - position
-            self.expired_from = position if self.expired_from is None else min(self.expired_from, position)
-            self.expired_to = resume if self.expired_to is None else max(self.expired_to, resume)
-            if self.refused_at is not None and self.refused_at < resume:
-                self.refused_at = self.held_at = self.failure = self.blocked_since_ms = None
-                self.refused_now = False
-        return resume
+            self.diverge(where.offset)
+        elif where.why is Resume.EXPIRED:
+            self.expire(position, where.offset)
+        return where.offset
+
+    def expire(self, position: int, resume: int) -> None:
+        """The records from `position` up to `resume` are gone from the source (retention): counted as expired
+        with their range, never silently; a refusal waiting among them is dropped (that record is gone)."""
+        self.expired += resume - position
+        self.expired_from = position if self.expired_from is None else min(self.expired_from, position)
+        self.expired_to = resume if self.expired_to is None else max(self.expired_to, resume)
+        if self.refused_at is not None and self.refused_at < resume:
+            self.refused_at = self.held_at = self.failure = self.blocked_since_ms = None
+            self.refused_now = False
 
     def diverge(self, offset: int) -> None:
         """The source's log from `offset` on is not what was copied (truncated by an unclean leader election):

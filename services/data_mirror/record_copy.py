@@ -20,9 +20,9 @@ from services.data_mirror.copier import (
     TaskFailed,
     describe,
 )
-from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.record_size import record_size, surely_fits
+from services.data_mirror.resume import Resume, diverged_below, out_of_range
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed
 from services.data_mirror.work import TaskSpec
@@ -256,21 +256,16 @@ class RecordCopier:
                 f"no source leader said where the log of {part.work.source_topic}-{part.work.partition} diverged"
                 f" below offset {position} (epoch {part.leader_epoch}); starting again from the committed position"
             )
-        if diverged is not None:  # truncated under us (an unclean election): copy again from where it diverged
+        where = out_of_range(position, low, high, to_latest=self.spec.reset_to_latest, diverged=diverged)
+        if where.why is Resume.BACKWARDS:  # truncated under us (an unclean election), made again, or truncated
+            # with no epoch to say where: the progress goes back with the copy, or a restart would skip the new
+            # log's records up to the old position
             self._wait_in_flight(part)
-            part.diverge(diverged)
+            part.diverge(where.offset)
             part.rewind()
-            resume = diverged
-        elif low <= position <= high:
-            resume = position
-        elif position > high:  # a reset backwards (made again, or truncated with no epoch to say where)
-            self._wait_in_flight(part)
-            part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
-            part.rewind()  # the progress goes back with the copy: a restart must not skip the new log's records
-            resume = part.position
-        else:
-            resume = part.skip_out_of_range(position, low, high, to_latest=self.spec.reset_to_latest)
-        self.release(part, resume)
+        elif where.why is Resume.EXPIRED:
+            part.expire(position, where.offset)
+        self.release(part, part.position if where.why is Resume.BACKWARDS else where.offset)
 
     def _wait_in_flight(self, part: PartitionCopy) -> None:
         """What was sent before a rewind answers first, so no answer of it moves the partition past where it goes

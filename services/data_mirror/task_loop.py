@@ -29,8 +29,8 @@ from services.data_mirror.copier import (
     Transactions,
     describe,
 )
-from services.data_mirror.divergence import diverged_below
 from services.data_mirror.partition_copy import Clock, PartitionCopy
+from services.data_mirror.resume import Resume, committed_start, diverged_below, made_again, out_of_range
 from services.data_mirror.sync_rules import EARLY_COMMIT_GAP_S, MAX_PENDING_SYNCS, SyncBudget, SyncTracker
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskResult, TaskSpec
@@ -192,31 +192,37 @@ class TaskLoop:
             if diverged is not None:
                 part.reset_from, part.position = part.position, diverged
             elif part.end_offset is not None and part.position > part.end_offset:
-                part.reset_from = part.position
-                part.position = part.end_offset if self.spec.reset_to_latest else log_starts[key]
+                where = out_of_range(
+                    part.position, log_starts[key], part.end_offset, to_latest=self.spec.reset_to_latest
+                )
+                part.reset_from, part.position = part.position, where.offset
         return set(asked) - set(found)
 
     def _place(self, part: PartitionCopy, progress: Progress | None, low: int, high: int) -> None:
         """Where `part` starts: its committed position, unless the topic was made again or the source moved."""
         work = part.work
+        again = progress is not None and (
+            made_again(progress.source_topic_id, work.source_topic_id)
+            or made_again(progress.remote_topic_id, work.remote_topic_id)
+        )
+        where = committed_start(
+            None if progress is None else progress.next_offset,
+            low,
+            high,
+            to_latest=self.spec.reset_to_latest,
+            made_again=again,
+            epoch_known=progress is not None and progress.leader_epoch is not None,
+        )
+        part.position = where.offset
         if progress is None:
-            part.position = high if self.spec.reset_to_latest else low
             return
-        start = progress.next_offset
-        if _made_again(progress.source_topic_id, work.source_topic_id) or _made_again(
-            progress.remote_topic_id, work.remote_topic_id
-        ):
-            part.reset_from, start = start, low
-        elif start < low:
-            start = part.skip_out_of_range(start, low, high, to_latest=False)  # (copies what is left, as MM2 does)
-        elif start > high and progress.leader_epoch is None:
-            # The source partition ends before our position (made again, or truncated by an unclean leader
-            # election): what is there now is not what we copied. auto.offset.reset says where to go, as in MM2.
-            # (With the position's leader epoch, `_check_epochs` first asks where the log diverged.)
-            part.reset_from, start = start, high if self.spec.reset_to_latest else low
-        part.position = start
-        if start == progress.next_offset:
+        if where.why is Resume.BACKWARDS:
+            part.reset_from = progress.next_offset
+        elif where.why is Resume.EXPIRED:
+            part.expire(progress.next_offset, where.offset)
+        if where.why is Resume.AT_POSITION:
             part.leader_epoch = progress.leader_epoch  # checked before the first fetch
+        start = where.offset
         report = progress.report
         if report is None or report.blocked_on == "source":
             return  # held on the source: looked at afresh
@@ -428,8 +434,3 @@ class TaskLoop:
             with contextlib.suppress(Exception):
                 self.transactions.abort(ABANDON_TIMEOUT_S)
             self.in_transaction = False
-
-
-def _made_again(known: str | None, current: str | None) -> bool:
-    """True when a topic id we knew differs from the topic's id now (deleted and created again meanwhile)."""
-    return known is not None and current is not None and known != current

@@ -8,6 +8,10 @@ from shared.config.transforms import TransformSpec
 from shared.control.topic_names import mirror_transactional_id
 from shared.replication_policy import ReplicationPolicy
 
+# The target producer's batch.size when the flow sets none (librdkafka's default). The driver caps it under the
+# remote topics' smallest max.message.bytes and puts it in every TaskSpec (`flow_runtime`), for both copiers.
+DEFAULT_BATCH_BYTES = 1_000_000
+
 
 @dataclass(frozen=True)
 class PartitionWork:

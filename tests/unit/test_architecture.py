@@ -187,3 +187,84 @@ def test_a_flows_names_places_lease_and_publisher_come_from_its_flow_context() -
         if call in ("FlowTopics.for_flow", "offset_syncs_place", "progress_topic", "ShardLease", "ControlPublisher")
     )
     assert {relative for relative, _ in builders} == {"shared/flow_context.py"}, builders
+
+
+# -- the record path: one home for each decision (issue 53) ------------------------------------------------------
+COPIERS = (
+    "services/data_mirror/task_loop.py",
+    "services/data_mirror/record_copy.py",
+    "services/data_mirror/batch_copy.py",
+    "services/data_mirror/partition_copy.py",
+)
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
+
+
+def test_one_module_decides_where_a_partition_resumes() -> None:
+    """`resume.py` alone turns auto.offset.reset into an offset and tells a topic made again: the rule
+    `high if reset_to_latest else low` was written out four times, `_made_again` twice."""
+    choices = sorted(
+        (relative, node.lineno)
+        for relative, _dotted, tree in _modules()
+        if relative != "services/data_mirror/resume.py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.IfExp) and _names(node.test) & {"to_latest", "reset_to_latest"}
+    )
+    assert choices == [], choices
+    made_again = sorted(
+        relative
+        for relative, _dotted, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") == "made_again"
+    )
+    assert made_again == ["services/data_mirror/resume.py"]
+    users = {
+        relative
+        for relative, dotted, tree in _modules()
+        if "services.data_mirror.resume" in _imports(tree, dotted, False)
+    }
+    assert set(COPIERS) <= users, set(COPIERS) - users
+
+
+def test_one_table_says_what_a_kafka_error_is_about() -> None:
+    """The copy path classifies errors through shared/kafka/error_classes.py only: none of its modules asks a
+    client error whether it is retriable or fatal, or looks a code up in aiokafka's own table."""
+    copy_path = (
+        *COPIERS,
+        "services/data_mirror/task_clients.py",
+        "shared/kafka/batch_producer.py",
+        "shared/kafka/batch_fetcher.py",
+        "shared/kafka/errors.py",
+    )
+    asked = sorted(
+        (relative, call)
+        for relative, _dotted, tree in _modules()
+        if relative in copy_path
+        for call in _calls(tree)
+        if call.split(".")[-1] in ("fatal", "for_code")
+        or (call.endswith(".retriable") and relative != "shared/kafka/errors.py")
+    )
+    assert asked == [], asked
+    users = {
+        relative
+        for relative, dotted, tree in _modules()
+        if "shared.kafka.error_classes" in _imports(tree, dotted, False)
+    }
+    missing = set(copy_path) - users - {"services/data_mirror/task_loop.py", "shared/kafka/batch_fetcher.py"}
+    assert missing == set(), missing
+
+
+def test_one_module_decides_whether_a_batch_goes_as_it_is() -> None:
+    """Forward, merge or re-encode is services/data_mirror/forwarding.py's: the batch copier's send and merge
+    tests repeated the same conditions."""
+    callers = sorted(
+        relative
+        for relative, _dotted, tree in _modules()
+        for call in _calls(tree)
+        if call.split(".")[-1] == "why_not_forwardable"
+    )
+    assert callers == ["services/data_mirror/forwarding.py"], callers

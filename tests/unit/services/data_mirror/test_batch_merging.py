@@ -10,7 +10,8 @@ from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from services.data_mirror.batch_copy import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS, BatchCopier
+from services.data_mirror.batch_copy import BatchCopier
+from services.data_mirror.forwarding import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
 from shared.kafka.batch_fetcher import PartitionFetch
@@ -88,10 +89,10 @@ def test_compressed_small_batches_merge_in_their_codec() -> None:
 
 def test_batches_of_few_large_records_go_as_they_are() -> None:
     """A 16 KiB batch of 1 KiB records costs less forwarded than re-encoded, even with few records, when the target's
-    batch.size (16 KiB, Kafka's default) would not hold two of them."""
+    batch.size (16 KiB, Kafka's Java default, set by the flow) would not hold two of them."""
     stored = [stored_batch(base, 16, value_size=1024) for base in range(0, 48, 16)]
     assert all(len(raw) >= SMALL_BATCH_BYTES for raw in stored)
-    sent, _ = forward(b"".join(stored))
+    sent, _ = forward(b"".join(stored), batch_size=16_384)
     assert [upstream(batch) for batch in sent] == [list(range(base, base + 16)) for base in range(0, 48, 16)]
 
 
@@ -100,13 +101,13 @@ def test_large_batches_gaps_and_other_codecs_are_not_merged_across() -> None:
     stored = [
         stored_batch(0, 2),
         stored_batch(2, 2),
-        stored_batch(4, large, value_size=200),  # large: many records, more than half of batch.size
+        stored_batch(4, large, value_size=200),  # large: many records, more than half of a 16 KiB batch.size
         stored_batch(4 + large, 2),
         stored_batch(10 + large, 2),  # after a gap (a marker, aborted data): its own run
         stored_batch(12 + large, 2),
         stored_batch(14 + large, 2, compression=LZ4),  # another codec
     ]
-    sent, position = forward(b"".join(stored))
+    sent, position = forward(b"".join(stored), batch_size=16_384)
     assert [upstream(batch) for batch in sent] == [
         [0, 1, 2, 3],
         list(range(4, 4 + large)),

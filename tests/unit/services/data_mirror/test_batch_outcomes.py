@@ -17,7 +17,8 @@ import pytest
 from aiokafka.record.default_records import DefaultRecordBatch
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from services.data_mirror.batch_copy import BatchCopier, Fetching
+from services.data_mirror.batch_copy import BatchCopier
+from services.data_mirror.epoch_checks import Fetching
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.sync_rules import SyncTracker
 from services.data_mirror.task_clients import TaskClients
@@ -572,7 +573,7 @@ async def test_a_round_weighs_only_the_partitions_something_happened_to_and_keep
     await _steps_until(task, lambda: target.by_partition[0] == keys, 50)
     assert target.by_partition[0] == keys, "the busy partition's records, once, in order"
 
-    task._next_look = float("inf")  # no periodic look during what follows
+    task._lanes.next_full_look = float("inf")  # no periodic look during what follows
     looked_at.clear()
     rounds = len(fetcher.asked)
     for _ in range(5):
