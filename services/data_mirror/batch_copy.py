@@ -339,7 +339,7 @@ class BatchCopier:
 
     def _fetch_error(self, part: PartitionCopy, fetching: Fetching, code: int) -> None:
         """A partition's fetch answered with an error (`error_classes` says what it is about)."""
-        kind = error_class(code)
+        kind = error_class(code, reading=True)
         if kind is ErrorClass.TOPIC_GONE and not self._link.fetcher.knows(part.work.source_topic):
             # deleted on the source (the driver's next refresh drops it), or not known for a moment: held, reported,
             # and looked at again by the task loop

@@ -200,7 +200,7 @@ class RecordCopier:
         error = msg.error()
         if error.code() == KafkaError._PARTITION_EOF:
             return
-        kind = client_error_class(error)
+        kind = client_error_class(error, reading=True)
         if kind is ErrorClass.RETRY:  # librdkafka retries it (a new leader: after new metadata, and validating its
             # position, KIP-320); counted and reported, so a struggling source shows
             self.read_errors += 1

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.errors import KafkaError as AioKafkaError
-from aiokafka.errors import for_code
 from aiokafka.protocol.admin import DescribeAclsRequest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -28,6 +27,7 @@ from confluent_kafka.admin import (
 from shared.errors import StraitError
 from shared.filters import AclBindingSpec
 from shared.kafka.cluster_errors import cluster_error
+from shared.kafka.error_classes import ErrorClass, error_class
 from shared.kafka.error_codes import SECURITY_DISABLED
 from shared.kafka.factories import aio_client, confluent_admin
 
@@ -66,7 +66,7 @@ class AclAdmin:
         if code:
             # As confluent-kafka names it (CLUSTER_AUTHORIZATION_FAILED: ...), like every other cluster error;
             # the broker's own message is a Java toString of the request.
-            error = KafkaException(KafkaError(code, retriable=bool(for_code(code).retriable)))
+            error = KafkaException(KafkaError(code, retriable=error_class(code) is ErrorClass.RETRY))
             raise cluster_error(error, cluster=self.alias, operation="describe ACLs", resource="topics")
         return [spec for resource in response.resources for spec in _specs(resource)]
 

@@ -27,6 +27,45 @@ from shared.kafka.error_codes import (
 
 INVALID_TXN_STATE = 48
 
+# The codes Kafka's protocol marks retriable (their exceptions are RetriableException in Kafka 4.3's clients), by
+# name: aiokafka's flags and names stop near code 69 and miss some older ones, so a fenced leader epoch (74), which
+# a broker answers to reads while it shuts down or a leader moves, was no retriable error.
+RETRIABLE_NAMES = {
+    2: "CORRUPT_MESSAGE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    5: "LEADER_NOT_AVAILABLE",
+    6: "NOT_LEADER_OR_FOLLOWER",
+    7: "REQUEST_TIMED_OUT",
+    9: "REPLICA_NOT_AVAILABLE",
+    13: "NETWORK_EXCEPTION",
+    14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR",
+    19: "NOT_ENOUGH_REPLICAS",
+    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    41: "NOT_CONTROLLER",
+    51: "CONCURRENT_TRANSACTIONS",
+    56: "KAFKA_STORAGE_ERROR",
+    70: "FETCH_SESSION_ID_NOT_FOUND",
+    71: "INVALID_FETCH_SESSION_EPOCH",
+    72: "LISTENER_NOT_FOUND",
+    74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH",
+    78: "OFFSET_NOT_AVAILABLE",
+    80: "PREFERRED_LEADER_NOT_AVAILABLE",
+    83: "ELIGIBLE_LEADERS_NOT_AVAILABLE",
+    84: "ELECTION_NOT_NEEDED",
+    88: "UNSTABLE_OFFSET_COMMIT",
+    89: "THROTTLING_QUOTA_EXCEEDED",
+    100: "UNKNOWN_TOPIC_ID",
+    103: "INCONSISTENT_TOPIC_ID",
+    106: "FETCH_SESSION_TOPIC_ID_ERROR",
+    122: "SHARE_SESSION_NOT_FOUND",
+    123: "INVALID_SHARE_SESSION_EPOCH",
+    133: "SHARE_SESSION_LIMIT_REACHED",
+}
+RETRIABLE = frozenset(RETRIABLE_NAMES)
+
 
 class ErrorClass(Enum):
     REFUSE_RECORD = "refuse the record"  # about the records (too large, invalid, not allowed): stop the partition
@@ -68,21 +107,25 @@ CLIENT_TRANSIENT = frozenset(
 )
 
 
-def error_class(code: int, *, fatal: bool = False, retriable: bool = False) -> ErrorClass:
+def error_class(code: int, *, fatal: bool = False, retriable: bool = False, reading: bool = False) -> ErrorClass:
     """The class of error `code` (a broker's code, or librdkafka's negative one); `fatal` and `retriable` as the
-    client said (a code Kafka's protocol marks retriable is RETRY whatever the client said)."""
+    client said (a code Kafka's protocol marks retriable is RETRY whatever the client said). `reading`: the code
+    answered a fetch, where UNKNOWN_SERVER_ERROR is RETRY as in Kafka's own consumer (a broker shutting down answers
+    reads of the logs it is closing with it), not a refusal of records nobody sent."""
     if fatal or code in CLIENT_BROKEN or code in PRODUCER_BROKEN:
         return ErrorClass.FAIL_TASK
     if code in TOPIC_GONE:
         return ErrorClass.TOPIC_GONE
-    if retriable or code in CLIENT_TRANSIENT or _retriable_in_protocol(code):
+    if retriable or code in CLIENT_TRANSIENT or code in RETRIABLE:
+        return ErrorClass.RETRY
+    if reading and code == UNKNOWN_SERVER_ERROR:
         return ErrorClass.RETRY
     return ErrorClass.REFUSE_RECORD
 
 
-def client_error_class(error: KafkaError) -> ErrorClass:
+def client_error_class(error: KafkaError, *, reading: bool = False) -> ErrorClass:
     """`error_class` of a confluent-kafka error."""
-    return error_class(int(error.code()), fatal=bool(error.fatal()), retriable=bool(error.retriable()))
+    return error_class(int(error.code()), fatal=bool(error.fatal()), retriable=bool(error.retriable()), reading=reading)
 
 
 def kafka_error_of(exc: BaseException) -> KafkaError | None:
@@ -95,9 +138,8 @@ def error_name(code: int) -> str:
     """The Kafka name of an error code (MESSAGE_TOO_LARGE, UNKNOWN_SERVER_ERROR, ...)."""
     if code == UNKNOWN_SERVER_ERROR:
         return "UNKNOWN_SERVER_ERROR"  # aiokafka names it UNKNOWN
+    if code in RETRIABLE_NAMES:
+        return RETRIABLE_NAMES[code]
     cls = for_code(code)
-    return str(getattr(cls, "message", cls.__name__)).upper()
-
-
-def _retriable_in_protocol(code: int) -> bool:
-    return code > 0 and bool(getattr(for_code(code), "retriable", False))
+    name = str(getattr(cls, "message", cls.__name__)).upper()
+    return f"error code {code}" if name == "UNKNOWN" else name  # a code newer than aiokafka's table

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from aiokafka.errors import KafkaError as AioKafkaError
-from aiokafka.errors import for_code
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 from aiokafka.structs import TopicPartition
 
 from shared.errors import KafkaOperationError
+from shared.kafka.error_classes import ErrorClass, error_class, error_name
 from shared.kafka.factories import aio_client
 from shared.partition_key import PartitionKey
 from shared.retry import Backoff, retriable_strait_error, retry_blocking
@@ -133,9 +133,9 @@ async def describe_producers_async(
                     if error:
                         raise KafkaOperationError(
                             f"{cluster}: DescribeProducers of {topic}-{index} failed: "
-                            f"{getattr(for_code(error), 'message', error)}{f' ({message})' if message else ''}",
+                            f"{error_name(error)}{f' ({message})' if message else ''}",
                             operation="describe producers",
-                            retriable=bool(getattr(for_code(error), "retriable", False)),
+                            retriable=error_class(error) is ErrorClass.RETRY,
                         )
                     found[(topic, index)] = [
                         ActiveProducer(int(p[0]), int(p[1]), int(p[3]), int(p[5])) for p in producers

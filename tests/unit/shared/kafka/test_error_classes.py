@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from shared.kafka.error_classes import ErrorClass, client_error_class, error_class
+from shared.kafka.error_classes import ErrorClass, client_error_class, error_class, error_name
 from shared.kafka.error_codes import (
     CLUSTER_AUTHORIZATION_FAILED,
     DUPLICATE_SEQUENCE_NUMBER,
@@ -33,6 +33,12 @@ NOT_ENOUGH_REPLICAS = 19
         (UNKNOWN_SERVER_ERROR, ErrorClass.REFUSE_RECORD),
         (NOT_LEADER_OR_FOLLOWER, ErrorClass.RETRY),
         (NOT_ENOUGH_REPLICAS, ErrorClass.RETRY),
+        # retriable in Kafka's protocol but unknown to aiokafka's table: a broker shutting down answers reads with
+        # FENCED_LEADER_EPOCH, which failed the batch copier's tasks with every broker stopped
+        (74, ErrorClass.RETRY),
+        (75, ErrorClass.RETRY),
+        (13, ErrorClass.RETRY),
+        (51, ErrorClass.RETRY),
         (UNKNOWN_TOPIC_OR_PARTITION, ErrorClass.TOPIC_GONE),
         (UNKNOWN_TOPIC_ID, ErrorClass.TOPIC_GONE),
         (OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorClass.FAIL_TASK),
@@ -43,6 +49,23 @@ NOT_ENOUGH_REPLICAS = 19
 )
 def test_a_broker_code_has_one_class(code: int, expected: ErrorClass) -> None:
     assert error_class(code) is expected
+
+
+def test_a_code_newer_than_aiokafkas_table_is_named() -> None:
+    assert error_name(74) == "FENCED_LEADER_EPOCH"
+    assert error_name(UNKNOWN_SERVER_ERROR) == "UNKNOWN_SERVER_ERROR"
+    assert error_name(TOPIC_AUTHORIZATION_FAILED) == "TOPIC_AUTHORIZATION_FAILED"
+    assert error_name(131) == "error code 131"
+
+
+def test_a_fetch_answered_unknown_server_error_is_fetched_again_not_a_failed_task() -> None:
+    """A broker shutting down answers reads of the logs it is closing with UNKNOWN_SERVER_ERROR (seen with every
+    broker stopped under a running copy): Kafka's consumer fetches again, and so do both copiers; the same code on a
+    produce is still a refusal of the records sent."""
+    assert error_class(UNKNOWN_SERVER_ERROR, reading=True) is ErrorClass.RETRY
+    assert client_error_class(KafkaError(KafkaError.UNKNOWN), reading=True) is ErrorClass.RETRY
+    assert error_class(UNKNOWN_SERVER_ERROR) is ErrorClass.REFUSE_RECORD
+    assert error_class(MESSAGE_TOO_LARGE, reading=True) is ErrorClass.REFUSE_RECORD
 
 
 @pytest.mark.parametrize(
