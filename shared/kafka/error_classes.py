@@ -29,9 +29,10 @@ INVALID_TXN_STATE = 48
 
 # The codes Kafka's protocol marks retriable (their exceptions are RetriableException in Kafka 4.3's clients), by
 # name: aiokafka's flags and names stop near code 69 and miss some older ones, so a fenced leader epoch (74), which
-# a broker answers to reads while it shuts down or a leader moves, was no retriable error.
+# a broker answers to reads while it shuts down or a leader moves, was no retriable error. Left out: CORRUPT_MESSAGE
+# (2), which Kafka retries but which, about a batch Strait forwards as it came (its checksum checked on the way),
+# is the target's validator refusing those bytes: sent again, refused again, and the partition would stall unseen.
 RETRIABLE_NAMES = {
-    2: "CORRUPT_MESSAGE",
     3: "UNKNOWN_TOPIC_OR_PARTITION",
     5: "LEADER_NOT_AVAILABLE",
     6: "NOT_LEADER_OR_FOLLOWER",

@@ -39,6 +39,7 @@ NOT_ENOUGH_REPLICAS = 19
         (75, ErrorClass.RETRY),
         (13, ErrorClass.RETRY),
         (51, ErrorClass.RETRY),
+        (2, ErrorClass.REFUSE_RECORD),  # CORRUPT_MESSAGE about bytes forwarded as they came: sent again, refused again
         (UNKNOWN_TOPIC_OR_PARTITION, ErrorClass.TOPIC_GONE),
         (UNKNOWN_TOPIC_ID, ErrorClass.TOPIC_GONE),
         (OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorClass.FAIL_TASK),
