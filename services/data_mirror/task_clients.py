@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from services.data_mirror.work import TaskSpec
@@ -193,9 +193,21 @@ class HandoverWatch:
 
 def offset_bounds(admin: AdminClient, keys: list[PartitionKey]) -> Bounds:
     """(earliest, latest) offsets; partitions of topics that no longer exist or without a leader now are left out
-    (the task holds them and asks again), other failures raise."""
+    (the task holds them and asks again), other failures raise.
+
+    The admin client finds leaders in its cached metadata, which librdkafka refreshes only every
+    topic.metadata.refresh.interval.ms (5 min): when it knew no leader for a partition asked, the topics' metadata
+    is read again, so a partition whose broker came back is found at the next look, not minutes later."""
     tps = [TopicPartition(topic, partition) for topic, partition in keys]
-    return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
+    try:
+        return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
+    except KafkaException as exc:
+        error = kafka_error_of(exc)
+        if error is not None and error.code() == KafkaError._NOENT:  # "No leaders found" in the cached metadata
+            for topic in sorted({topic for topic, _ in keys}):
+                with contextlib.suppress(KafkaException):
+                    admin.list_topics(topic, timeout=LOOKUP_TIMEOUT_S)
+        raise
 
 
 def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[PartitionKey, int]:

@@ -127,6 +127,30 @@ def test_offset_bounds_leave_out_a_partition_without_a_leader_instead_of_failing
     assert latest == {KEY0: 7}
 
 
+class _StaleAdmin:
+    """librdkafka's admin client as it behaves after a partition's only broker came back: it takes leaders from
+    cached metadata and answers "No leaders found" for the whole look-up until that metadata is read again."""
+
+    def __init__(self) -> None:
+        self.refreshed: list[str] = []
+
+    def list_offsets(self, specs: dict[Any, Any], request_timeout: float = 0) -> dict[Any, _Future]:
+        if not self.refreshed:
+            raise KafkaException(KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found"))
+        return {tp: _Future(7) for tp in specs}
+
+    def list_topics(self, topic: str, timeout: float = 0) -> None:
+        self.refreshed.append(topic)
+
+
+def test_a_look_up_that_knew_no_leader_reads_the_metadata_again_so_the_next_look_finds_the_partition() -> None:
+    admin = _StaleAdmin()
+    with pytest.raises(KafkaException):
+        offset_bounds(admin, [KEY0, KEY1])  # type: ignore[arg-type]
+    assert admin.refreshed == ["orders"]
+    assert offset_bounds(admin, [KEY0, KEY1]) == ({KEY0: 7, KEY1: 7}, {KEY0: 7, KEY1: 7})  # type: ignore[arg-type]
+
+
 def test_a_partition_held_as_topic_gone_is_released_when_the_topic_is_there_and_reported_while_held() -> None:
     cluster = FakeCluster()
     _fill(cluster, 0, 40)
