@@ -27,8 +27,8 @@ from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed
 from services.data_mirror.work import TaskSpec
 from shared.errors import CodecError
-from shared.kafka.byte_headers import undecodable_header
 from shared.kafka.error_classes import ErrorClass, client_error_class, kafka_error_of
+from shared.kafka.message_headers import HeaderKeyNotUtf8, message_headers
 from shared.partition_key import PartitionKey
 from shared.records.provenance import PROVENANCE_HEADER, Provenance, provenance_of
 
@@ -97,10 +97,8 @@ class RecordCopier:
             if epoch is not None:  # the epoch of the position, as a truncation check asks it (an older one misleads)
                 part.leader_epoch = epoch
             try:
-                headers = msg.headers()
-            except (UnicodeDecodeError, SystemError) as exc:
-                if not undecodable_header(exc):
-                    raise
+                headers = message_headers(msg)
+            except HeaderKeyNotUtf8:
                 part.refuse(offset, NOT_UTF8_HEADER)  # stops this partition only, reported and retried later
                 self.hold(part)
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 RECORD_BATCH_OVERHEAD = 61  # v2 batch header, with the log's offset and length fields
 
 # Most an uncompressed single-record v2 batch adds to its key and value bytes without headers: batch header,
@@ -9,14 +11,16 @@ RECORD_BATCH_OVERHEAD = 61  # v2 batch header, with the log's offset and length 
 _MAX_FRAMING = RECORD_BATCH_OVERHEAD + 5 + 3 + 5 + 5 + 1
 
 
-def surely_fits(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None, limit: int) -> bool:
+def surely_fits(
+    key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None, limit: int
+) -> bool:
     """True when the record cannot exceed `limit` whatever its exact framing: skips the exact count per record."""
     if headers:
         return False
     return _MAX_FRAMING + (len(key) if key else 0) + (len(value) if value else 0) <= limit
 
 
-def record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
+def record_size(key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None) -> int:
     """Bytes of an uncompressed v2 batch holding only this record: what the broker compares with max.message.bytes.
 
     Exact, so a record of exactly the target's limit is copied; with compression the batch may be smaller still.

@@ -109,11 +109,3 @@ def _write_bytes(out: bytearray, data: bytes | None) -> None:
         return
     encode_varint(len(data), out.append)
     out += data
-
-
-def undecodable_header(exc: BaseException) -> bool:
-    """True when `exc` is confluent-kafka failing on a header key that is not UTF-8: a UnicodeDecodeError, or
-    (its C code returning with the error set) a SystemError caused by one."""
-    return isinstance(exc, UnicodeDecodeError) or (
-        isinstance(exc, SystemError) and isinstance(exc.__cause__, UnicodeDecodeError)
-    )

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, TopicPartition
 
-from shared.kafka.byte_headers import undecodable_header
 from shared.kafka.factories import confluent_consumer
+from shared.kafka.message_headers import HeaderKeyNotUtf8, message_headers
 from shared.kafka.partition_reader import next_messages
 from shared.verify.align import Entry
 
@@ -94,11 +94,9 @@ class PartitionEntries:
                         break
                     key, value = message.key(), message.value()
                     try:
-                        headers = message.headers()
+                        headers = message_headers(message)
                         header_tuple = tuple(headers) if headers else ()
-                    except (UnicodeDecodeError, SystemError) as exc:
-                        if not undecodable_header(exc):
-                            raise
+                    except HeaderKeyNotUtf8:
                         header_tuple = UNREADABLE_HEADERS  # the same on both sides: key, value, time still compared
                     counter.records += 1
                     counter.bytes += len(key or b"") + len(value or b"") + sum(len(v or b"") for _, v in header_tuple)

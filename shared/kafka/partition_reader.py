@@ -21,6 +21,7 @@ from shared.kafka.error_classes import kafka_error_of
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_consumer
 from shared.kafka.follow import FollowedRecord
+from shared.kafka.message_headers import HeaderKeyNotUtf8, message_headers
 from shared.retry import Backoff, retry_blocking
 
 # A topic too new to read yet: no leader yet, or (right after its creation) a broker the controller's metadata has not
@@ -299,6 +300,8 @@ def _settings(group_id: str) -> dict[str, Any]:
 
 
 def _record(message: Message, topic: str) -> FollowedRecord:
-    return FollowedRecord(
-        message.offset() or 0, message.key(), message.value(), message.timestamp()[1], topic, message.headers() or ()
-    )
+    try:
+        headers = message_headers(message) or ()
+    except HeaderKeyNotUtf8:  # no record of Strait's or MM2's has one: read as a record without headers
+        headers = ()
+    return FollowedRecord(message.offset() or 0, message.key(), message.value(), message.timestamp()[1], topic, headers)

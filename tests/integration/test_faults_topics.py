@@ -29,13 +29,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from shared.control import ServiceStatus, read_statuses
 from shared.kafka.factories import confluent_admin, confluent_producer
 from shared.kafka.topic_admin import TopicAdmin
 from shared.localkafka import KafkaCluster
 from tests.integration.conftest import MIRROR_USER
 from tests.integration.test_topic_sync import write_config
 from tests.support.kafka_io import delete_topic, make_topic, produce
+from tests.support.mirror_status import mirror_status
 from tests.support.replica_check import ReplicaReport, compare_topics
 from tests.support.service_process import ServiceProcess
 
@@ -142,12 +142,6 @@ def caught_up(
 def events(process: ServiceProcess, event: str) -> list[dict[str, object]]:
     """The process's log lines with `event`."""
     return [entry for entry in process.logs() if entry.get("event") == event]
-
-
-def mirror_status(props: dict[str, str], flow: str) -> ServiceStatus | None:
-    """data-mirror's latest status of `flow`."""
-    found = [s for s in read_statuses(props).values() if s.service == "data-mirror" and s.flow == flow]
-    return max(found, key=lambda s: s.ts) if found else None
 
 
 def _topic_id(props: dict[str, str], topic: str) -> str | None:

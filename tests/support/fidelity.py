@@ -4,16 +4,38 @@ timestamps), and the record-by-record comparison of a source topic with its remo
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from shared.localkafka import KafkaCluster
-from tests.support.kafka_io import Rec, produce
+from tests.support.kafka_io import produce
 
 HEADERS = [("trace", b"\x00\xff\x10"), ("dup", b"1"), ("dup", b"2"), ("empty", None)]
 
 
-def by_partition(records: list[Rec]) -> dict[int, list[Rec]]:
+class Record(Protocol):
+    """What the comparison reads of a record: `kafka_io.Rec`, or `byte_records.ByteRec` (header keys as bytes)."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Sequence[tuple[str | bytes, bytes | None]]: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+
+
+R = TypeVar("R", bound=Record)
+
+
+def by_partition(records: Iterable[R]) -> dict[int, list[R]]:
     """Records grouped per partition, in offset order."""
-    out: dict[int, list[Rec]] = defaultdict(list)
+    out: dict[int, list[R]] = defaultdict(list)
     for record in sorted(records, key=lambda r: (r.partition, r.offset)):
         out[record.partition].append(record)
     return out
@@ -32,7 +54,7 @@ def fill_varied(a: KafkaCluster, topic: str, partitions: int, per_partition: int
         produce(props, topic, batch, partition=p, headers=HEADERS, timestamp_ms=start_ts + p)
 
 
-def assert_identical(source: list[Rec], target: list[Rec]) -> None:
+def assert_identical(source: Sequence[Record], target: Sequence[Record]) -> None:
     """Same partitions, and in each the same records in the same order: key, value, headers and timestamp."""
     src, dst = by_partition(source), by_partition(target)
     assert src.keys() == dst.keys()

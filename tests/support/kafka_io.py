@@ -11,6 +11,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from shared.errors import AuthorizationError
 from shared.kafka.errors import translate_kafka_error
 from shared.kafka.factories import confluent_admin, confluent_consumer, confluent_producer
+from shared.kafka.message_headers import message_headers
 from shared.kafka.partition_reader import read_all_partitions
 from shared.kafka.topics import create_topic
 from shared.retry import Backoff, retry_blocking
@@ -96,7 +97,12 @@ def produce(
 
 def _rec(msg: Message) -> Rec:
     return Rec(
-        msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(), list(msg.headers() or []), msg.timestamp()[1]
+        msg.partition() or 0,
+        msg.offset() or 0,
+        msg.key(),
+        msg.value(),
+        list(message_headers(msg) or []),
+        msg.timestamp()[1],
     )
 
 
