@@ -260,6 +260,9 @@ class BatchCopier:
             if diverged is not None:
                 self._diverged(part, fetching, diverged)
 
+    def rewind(self, part: PartitionCopy, offset: int) -> None:
+        self._diverged(part, self.fetching[part.work.key], offset)
+
     def _diverged(self, part: PartitionCopy, fetching: Fetching, offset: int) -> None:
         """The source log was truncated under our position (an unclean leader election): what we copied from
         `offset` on is no longer there, and the records written there now are not those. Copy again from `offset`,

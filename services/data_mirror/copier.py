@@ -62,6 +62,11 @@ class Copier(Protocol):
     def release(self, part: PartitionCopy, offset: int) -> None:
         """Read `part` again from `offset` (a refused record's retry is due)."""
 
+    def rewind(self, part: PartitionCopy, offset: int) -> None:
+        """The source log of a held `part` diverged at `offset`, below what was read (an unclean leader election
+        while it had no leader): copy again from there, and take the progress back with it, once what is in
+        flight answered (so no answer moves it past `offset` again)."""
+
     def positions(self) -> dict[PartitionKey, FetchPosition]:
         """Where each partition is read next: past offsets without a record (transaction markers, compacted or
         aborted data), which the loop's commit may move a settled partition's position to."""

@@ -461,7 +461,7 @@ class MirrorDriver:
                 topic=state.source_topic,
                 partition=state.partition,
                 committed=report.reset_from,
-                resumed_at=progress.next_offset,
+                resumed_at=report.reset_to if report.reset_to is not None else progress.next_offset,
                 why=(
                     "the topic was made again, the source partition ends before the committed position, "
                     "or its log was truncated under it (an unclean leader election)"

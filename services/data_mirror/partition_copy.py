@@ -60,7 +60,8 @@ class PartitionCopy:
     expired: int = 0
     expired_from: int | None = None
     expired_to: int | None = None
-    reset_from: int | None = None
+    reset_from: int | None = None  # a position copying went back from (reported once), and where it went on
+    reset_to: int | None = None
     diverged_at: int | None = None  # the source log was truncated under the position: go back here (KIP-320)
     fetched_next: int = 0  # record path: the offset after the last record consumed (a smaller one is a rewind)
     leader_epoch: int | None = None  # the source leader epoch of the fetch position (progress keeps it)
@@ -195,8 +196,7 @@ class PartitionCopy:
         the copier rewinds once what is in flight answered."""
         where = out_of_range(position, low, high, to_latest=to_latest)
         if where.why is Resume.BACKWARDS:
-            self.reset_from = position
-            self.diverge(where.offset)
+            self.diverge(where.offset)  # `rewind` reports the reset
         elif where.why is Resume.EXPIRED:
             self.expire(position, where.offset)
         return where.offset
@@ -221,7 +221,7 @@ class PartitionCopy:
         refusal at or after it is dropped (that record is gone)."""
         assert self.diverged_at is not None
         offset, self.diverged_at = self.diverged_at, None
-        self.reset_from = max(self.position, self.acked + 1)
+        self.reset_from, self.reset_to = max(self.position, self.acked + 1), offset
         self.position, self.acked = offset, min(self.acked, offset - 1)
         if self.refused_at is not None and self.refused_at >= offset:
             self.refused_at = self.held_at = self.failure = self.blocked_since_ms = None
@@ -274,6 +274,7 @@ class PartitionCopy:
             expired_from=self.expired_from,
             expired_to=self.expired_to,
             reset_from=self.reset_from,
+            reset_to=self.reset_to,
             blocked_offset=blocked_offset,
             blocked_reason=reason if blocked_offset is not None else None,
             blocked_since_ms=since if blocked_offset is not None else None,
@@ -292,6 +293,6 @@ class PartitionCopy:
         self.dropped = self.returned = self.provenance_ignored = 0
         self.reencoded_reason = None
         self.age_ms_sum = self.age_ms_max = self.latency_ms_sum = self.latency_ms_max = 0.0
-        self.reset_from = self.expired_from = self.expired_to = None
+        self.reset_from = self.reset_to = self.expired_from = self.expired_to = None
         self.reported_end = self.end_offset
         return report

@@ -198,7 +198,7 @@ class RecordCopier:
         error = msg.error()
         if error.code() == KafkaError._PARTITION_EOF:
             return
-        kind = client_error_class(error, reading=True)
+        kind = client_error_class(error, reading=True, consumer=True)
         if kind is ErrorClass.RETRY:  # librdkafka retries it (a new leader: after new metadata, and validating its
             # position, KIP-320); counted and reported, so a struggling source shows
             self.read_errors += 1
@@ -258,12 +258,17 @@ class RecordCopier:
         if where.why is Resume.BACKWARDS:  # truncated under us (an unclean election), made again, or truncated
             # with no epoch to say where: the progress goes back with the copy, or a restart would skip the new
             # log's records up to the old position
-            self._wait_in_flight(part)
-            part.diverge(where.offset)
-            part.rewind()
-        elif where.why is Resume.EXPIRED:
+            self.rewind(part, where.offset)
+            return
+        if where.why is Resume.EXPIRED:
             part.expire(position, where.offset)
-        self.release(part, part.position if where.why is Resume.BACKWARDS else where.offset)
+        self.release(part, where.offset)
+
+    def rewind(self, part: PartitionCopy, offset: int) -> None:
+        self._wait_in_flight(part)
+        part.diverge(offset)
+        part.rewind()
+        self.release(part, part.position)
 
     def _wait_in_flight(self, part: PartitionCopy) -> None:
         """What was sent before a rewind answers first, so no answer of it moves the partition past where it goes

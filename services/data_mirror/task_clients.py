@@ -196,18 +196,27 @@ def offset_bounds(admin: AdminClient, keys: list[PartitionKey]) -> Bounds:
     (the task holds them and asks again), other failures raise.
 
     The admin client finds leaders in its cached metadata, which librdkafka refreshes only every
-    topic.metadata.refresh.interval.ms (5 min): when it knew no leader for a partition asked, the topics' metadata
-    is read again, so a partition whose broker came back is found at the next look, not minutes later."""
+    topic.metadata.refresh.interval.ms (5 min): when it knew no leader for a partition asked, or a leader it knew
+    answered that it leads no more (an election while it was away), the topics' metadata is read again, so the
+    partition is found at the next look, not minutes later."""
     tps = [TopicPartition(topic, partition) for topic, partition in keys]
     try:
-        return _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
+        bounds = _list_offsets(admin, tps, OffsetSpec.earliest()), _list_offsets(admin, tps, OffsetSpec.latest())
     except KafkaException as exc:
         error = kafka_error_of(exc)
         if error is not None and error.code() == KafkaError._NOENT:  # "No leaders found" in the cached metadata
-            for topic in sorted({topic for topic, _ in keys}):
-                with contextlib.suppress(KafkaException):
-                    admin.list_topics(topic, timeout=LOOKUP_TIMEOUT_S)
+            _read_metadata(admin, keys)
         raise
+    if left_out := [key for key in keys if key not in bounds[0] or key not in bounds[1]]:
+        _read_metadata(admin, left_out)
+    return bounds
+
+
+def _read_metadata(admin: AdminClient, keys: list[PartitionKey]) -> None:
+    """Read the topics' metadata again, which the admin client's next look-ups take leaders from."""
+    for topic in sorted({topic for topic, _ in keys}):
+        with contextlib.suppress(KafkaException):
+            admin.list_topics(topic, timeout=LOOKUP_TIMEOUT_S)
 
 
 def _list_offsets(admin: Any, tps: list[TopicPartition], spec: OffsetSpec) -> dict[PartitionKey, int]:

@@ -190,12 +190,12 @@ class TaskLoop:
         for key, diverged in found.items():
             part = self.parts[key]
             if diverged is not None:
-                part.reset_from, part.position = part.position, diverged
+                part.reset_from, part.reset_to, part.position = part.position, diverged, diverged
             elif part.end_offset is not None and part.position > part.end_offset:
                 where = out_of_range(
                     part.position, log_starts[key], part.end_offset, to_latest=self.spec.reset_to_latest
                 )
-                part.reset_from, part.position = part.position, where.offset
+                part.reset_from, part.reset_to, part.position = part.position, where.offset, where.offset
         return set(asked) - set(found)
 
     def _place(self, part: PartitionCopy, progress: Progress | None, low: int, high: int) -> None:
@@ -217,7 +217,7 @@ class TaskLoop:
         if progress is None:
             return
         if where.why is Resume.BACKWARDS:
-            part.reset_from = progress.next_offset
+            part.reset_from, part.reset_to = progress.next_offset, where.offset
         elif where.why is Resume.EXPIRED:
             part.expire(progress.next_offset, where.offset)
         if where.why is Resume.AT_POSITION:
@@ -310,8 +310,8 @@ class TaskLoop:
             fetch = positions.get(key)
             if fetch is None:
                 continue
-            if fetch.leader_epoch is not None and fetch.leader_epoch >= 0:
-                part.leader_epoch = fetch.leader_epoch
+            if fetch.leader_epoch is not None and fetch.leader_epoch >= 0 and not part.paused:
+                part.leader_epoch = fetch.leader_epoch  # a held partition keeps the epoch of what it read
             if fetch.end_offset is not None and fetch.end_offset >= 0:
                 part.end_offset = fetch.end_offset
             settled = part.settled() and not part.paused
@@ -413,6 +413,7 @@ class TaskLoop:
             return
         answered = [key for key in held if key in earliest and key in latest]
         to_check = []
+        midway: dict[PartitionKey, tuple[int, int]] = {}  # held while copying: (its epoch, where it was held)
         for key in answered:
             part = self.parts[key]
             part.end_offset = latest[key]
@@ -421,12 +422,22 @@ class TaskLoop:
                 to_check.append(key)
             elif part.source_hold == EPOCH_NOT_ANSWERED:
                 to_check.append(key)
+            elif part.leader_epoch is not None:
+                midway[key] = (part.leader_epoch, part.position if part.source_hold_at is None else part.source_hold_at)
         still = self._check_epochs(earliest, to_check)
+        # A leader lost is when an unclean election truncates a log: a partition held while copying is read again
+        # only once a leader said whether its log diverged below where it was held (not answered: held, asked again)
+        diverged = diverged_below(self.clients, midway)
         for key in answered:
-            if key not in still:
-                part = self.parts[key]
-                self.copier.release(part, part.position if key in to_check else part.source_released())
+            part = self.parts[key]
+            if key in still or (key in midway and key not in diverged):
+                continue
+            if (offset := diverged.get(key)) is not None:
                 part.source_released()
+                self.copier.rewind(part, offset)
+                continue
+            self.copier.release(part, part.position if key in to_check else part.source_released())
+            part.source_released()
 
     def _abandon(self) -> None:
         """After a failure: abort an open transaction; nothing uncommitted counts."""

@@ -66,6 +66,10 @@ RETRIABLE_NAMES = {
     133: "SHARE_SESSION_LIMIT_REACHED",
 }
 RETRIABLE = frozenset(RETRIABLE_NAMES)
+# A leader epoch the broker fenced or does not know. Retriable for a reader that checks epochs itself (the batch
+# copier refreshes and asks again); from librdkafka's consumer, which reports them only once its own position check
+# could not go on, they fail the task, whose restart checks the position against the source log (KIP-320).
+EPOCH_UNSURE = frozenset({74, 75})
 
 
 class ErrorClass(Enum):
@@ -108,12 +112,15 @@ CLIENT_TRANSIENT = frozenset(
 )
 
 
-def error_class(code: int, *, fatal: bool = False, retriable: bool = False, reading: bool = False) -> ErrorClass:
+def error_class(
+    code: int, *, fatal: bool = False, retriable: bool = False, reading: bool = False, consumer: bool = False
+) -> ErrorClass:
     """The class of error `code` (a broker's code, or librdkafka's negative one); `fatal` and `retriable` as the
     client said (a code Kafka's protocol marks retriable is RETRY whatever the client said). `reading`: the code
     answered a fetch, where UNKNOWN_SERVER_ERROR is RETRY as in Kafka's own consumer (a broker shutting down answers
-    reads of the logs it is closing with it), not a refusal of records nobody sent."""
-    if fatal or code in CLIENT_BROKEN or code in PRODUCER_BROKEN:
+    reads of the logs it is closing with it), not a refusal of records nobody sent. `consumer`: librdkafka's consumer
+    reported it (see EPOCH_UNSURE)."""
+    if fatal or code in CLIENT_BROKEN or code in PRODUCER_BROKEN or (consumer and code in EPOCH_UNSURE):
         return ErrorClass.FAIL_TASK
     if code in TOPIC_GONE:
         return ErrorClass.TOPIC_GONE
@@ -124,9 +131,15 @@ def error_class(code: int, *, fatal: bool = False, retriable: bool = False, read
     return ErrorClass.REFUSE_RECORD
 
 
-def client_error_class(error: KafkaError, *, reading: bool = False) -> ErrorClass:
+def client_error_class(error: KafkaError, *, reading: bool = False, consumer: bool = False) -> ErrorClass:
     """`error_class` of a confluent-kafka error."""
-    return error_class(int(error.code()), fatal=bool(error.fatal()), retriable=bool(error.retriable()), reading=reading)
+    return error_class(
+        int(error.code()),
+        fatal=bool(error.fatal()),
+        retriable=bool(error.retriable()),
+        reading=reading,
+        consumer=consumer,
+    )
 
 
 def kafka_error_of(exc: BaseException) -> KafkaError | None:

@@ -70,7 +70,8 @@ class CopyReport:
     expired: int = 0  # records skipped before they were copied (deleted by source retention, or auto.offset.reset)
     expired_from: int | None = None  # the first offset skipped since the previous report
     expired_to: int | None = None  # the offset copying went on from after the last skip (exclusive end)
-    reset_from: int | None = None  # a committed position past the source's end, reset by auto.offset.reset
+    reset_from: int | None = None  # a position copying went back from (made again, truncated, past the end)
+    reset_to: int | None = None  # where copying went on after that reset
     blocked_offset: int | None = None  # the record the target refuses; nothing at or after it is copied
     blocked_reason: str | None = None
     blocked_since_ms: int | None = None

@@ -38,9 +38,13 @@ def test_a_refusal_waiting_at_a_skipped_record_is_dropped_with_it() -> None:
 
 def test_a_position_past_the_end_is_a_reset_not_an_expiry() -> None:
     part = _part()
+    part.position = 120
     assert part.skip_out_of_range(120, 0, 90, to_latest=False) == 0
+    assert part.next_position() == 0, "progress goes back with the copy"
+    part.rewind()  # nothing in flight
     report = part.report()
-    assert (report.expired, report.reset_from) == (0, 120)
+    assert (report.expired, report.reset_from, report.reset_to) == (0, 120, 0)
+    assert part.report().reset_from is None, "reported once"
 
 
 def test_two_skips_in_one_interval_report_their_whole_span() -> None:

@@ -18,6 +18,7 @@ from tests.unit.services.data_mirror.fake_kafka import (
     FakeProducer,
     Record,
     fake_clients,
+    read_progress,
 )
 from tests.unit.services.data_mirror.test_copy_task import FLOW, PROGRESS, _fill, _spec, _until, _values
 
@@ -114,6 +115,12 @@ class _Future:
 
 
 class _Admin:
+    def __init__(self) -> None:
+        self.refreshed: list[str] = []
+
+    def list_topics(self, topic: str, timeout: float = 0) -> None:
+        self.refreshed.append(topic)
+
     def list_offsets(self, specs: dict[Any, Any], request_timeout: float = 0) -> dict[Any, _Future]:
         return {
             tp: _Future(None, KafkaError(KafkaError.LEADER_NOT_AVAILABLE)) if tp.partition == 1 else _Future(7)
@@ -122,9 +129,11 @@ class _Admin:
 
 
 def test_offset_bounds_leave_out_a_partition_without_a_leader_instead_of_failing_all() -> None:
-    earliest, latest = offset_bounds(_Admin(), [KEY0, KEY1])  # type: ignore[arg-type]
+    admin = _Admin()
+    earliest, latest = offset_bounds(admin, [KEY0, KEY1])  # type: ignore[arg-type]
     assert earliest == {KEY0: 7}
     assert latest == {KEY0: 7}
+    assert admin.refreshed == ["orders"], "a partition left out: its leader is looked up again for the next look"
 
 
 class _StaleAdmin:
@@ -166,3 +175,43 @@ def test_a_partition_held_as_topic_gone_is_released_when_the_topic_is_there_and_
     assert held, "reported as blocked on the source while held"
     assert "topic" in (held[0].blocked_reason or "")
     assert _reports_of(cluster, KEY1)[-1].blocked_offset is None
+
+
+def test_a_partition_held_while_its_log_was_truncated_is_copied_again_from_where_the_log_diverged() -> None:
+    """The source lost the partition's leader mid-copy (held as not found), and an unclean election truncated its
+    log below what was copied; new records were written there. Once the source answers, the leader epoch of what
+    was read decides where reading goes on: released at the old position, the new records below it were skipped."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 10)
+    _fill(cluster, 1, 30)
+    clients = fake_clients(cluster, FakeProducer(cluster), progress_topic=PROGRESS, flow=FLOW, handover=lambda: False)
+    consumer = clients.consumer
+    consumer.leader_epoch = 3
+    elected = {"done": False}
+    asked: list[dict[tuple[str, int], int]] = []
+
+    def epoch_ends(epochs: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        asked.append(dict(epochs))
+        return {key: 20 if (key, epoch) == (KEY1, 3) else -1 for key, epoch in epochs.items()}
+
+    def unclean_election_then_handover() -> bool:
+        if not elected["done"] and len(cluster.log("A.orders", 1)) == 30:
+            elected["done"] = True
+            log = cluster.log("orders", 1)
+            del log[20:]  # what the new leader holds of epoch 3
+            log.extend(Record(b"new", f"1:new-{i}".encode(), 5_000 + i) for i in range(20, 35))
+            consumer.leader_epoch = 4
+            gone = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, "unknown topic", fatal=False)
+            consumer.errors.append(FakeMessage("orders", 1, 30, Record(None, None, 0, None), error=gone))
+        return elected["done"] and len(cluster.log("A.orders", 1)) >= 45
+
+    clients.epoch_ends = epoch_ends
+    clients.handover_requested = _until(unclean_election_then_handover)
+    assert task_loop(_spec(2), clients).run().error is None
+    copied = _values(cluster, 1)
+    assert copied[:30] == [f"1:{i}".encode().ljust(10, b".") for i in range(30)], "what was copied stays"
+    assert copied[30:] == [f"1:new-{i}".encode() for i in range(20, 35)], "each new record once, from offset 20"
+    assert {KEY1: 3} in asked, "the leader was asked where the epoch of what was read ends"
+    assert _reports_of(cluster, KEY1)[-1].blocked_offset is None
+    final = read_progress(cluster, PROGRESS, FLOW)[KEY1]
+    assert final.next_offset == 35

@@ -52,6 +52,15 @@ def test_a_broker_code_has_one_class(code: int, expected: ErrorClass) -> None:
     assert error_class(code) is expected
 
 
+def test_a_fenced_or_unknown_leader_epoch_from_librdkafkas_consumer_fails_the_task() -> None:
+    """librdkafka reports these only once its own position check could not go on: retried in place, the partition
+    stalled after an unclean election (test_source_truncation, record path, data-mirror frozen across it); the
+    restart checks the position against the source log. The batch copier, which checks epochs itself, retries."""
+    for code in (74, 75):
+        assert client_error_class(KafkaError(code), reading=True, consumer=True) is ErrorClass.FAIL_TASK
+        assert error_class(code, reading=True) is ErrorClass.RETRY
+
+
 def test_a_code_newer_than_aiokafkas_table_is_named() -> None:
     assert error_name(74) == "FENCED_LEADER_EPOCH"
     assert error_name(UNKNOWN_SERVER_ERROR) == "UNKNOWN_SERVER_ERROR"
