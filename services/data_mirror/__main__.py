@@ -26,7 +26,7 @@ def build(settings: DataMirrorSettings, config: MirrorMakerConfig, registry: Col
             check_functions(flow.transforms)  # a Python transform that cannot be imported stops the service here
     except ConfigError as exc:
         raise ConfigError(f"config {settings.config}: {exc}", key=exc.key, value=exc.value) from exc
-    return DriverService(MirrorDriver(settings, config, flows, registry))
+    return DriverService(MirrorDriver(settings, config, flows, registry), settings.status_interval_s)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -107,13 +107,14 @@ class MirrorDriver:
         self._not_before: dict[tuple[str, int], float] = {}
         self._last_progress: dict[tuple[str, str, int], float] = {}
         self._topic_paths: dict[tuple[str, str], str] = {}  # (flow, source topic) -> the copy path last logged
-        # Status goes out from its own thread: a discovery can wait long on a cluster that stopped answering,
-        # and the status must say so meanwhile. `_problems`: (flow, kind) -> what fails right now.
+        # Status goes out on the service's own timer (`report_status`), apart from this loop: a discovery can wait
+        # long on a cluster that stopped answering, and the status must say so meanwhile. `_problems`: (flow, kind)
+        # -> what fails right now.
         self.watch = ClusterWatch.for_flows(flows)
         self._problems: dict[tuple[str, str], str] = {}
-        self._status_stop = threading.Event()
+        self._status_lock = threading.Lock()  # one publication at a time; none after the last ("stopped")
+        self._final_status_sent = False
         self._unreachable_targets: set[str] = set()
-        self._status_thread: threading.Thread | None = None
         self._dr: dict[str, FlowDrState | None] = {}  # flow -> its DR state as last read (failed over: no tasks)
         self._dr_seen: set[str] = set()
 
@@ -170,8 +171,6 @@ class MirrorDriver:
                 tasks_per_flow=self.slots,
                 commit_interval_ms=self.settings.commit_interval_ms,
             )
-            self._status_thread = threading.Thread(target=self._report_periodically, name="status", daemon=True)
-            self._status_thread.start()
             while not self.stop_event.is_set():
                 self.rounds.round()
                 self._refresh_if_due()
@@ -183,10 +182,9 @@ class MirrorDriver:
         finally:
             # Once a target did not acknowledge the hand-over, nothing more reaches it: do not wait on it again.
             final_wait_s = UNREACHABLE_WAIT_S if self._unreachable_targets else STOP_ACK_S
-            self._status_stop.set()
-            if self._status_thread is not None:
-                self._status_thread.join(timeout=final_wait_s)  # a daemon thread: a probe in flight ends with us
-            self._publish_status("stopped", timeout_s=final_wait_s)
+            with self._status_lock:  # after a publication under way, and the last: the timer's next one is skipped
+                self._final_status_sent = True
+                self._publish_status("stopped", timeout_s=final_wait_s)
             for follower in self.followers.values():
                 follower.close()
             for link in self.links.values():
@@ -550,15 +548,15 @@ class MirrorDriver:
         _log.error("mirror_error", flow=flow, kind=kind, error=message)
 
     # -- status ------------------------------------------------------------------------------------
-    def _report_periodically(self) -> None:
-        """Status thread: every `status_interval_s`, probe the flows' clusters, then publish each flow's status."""
-        while True:
-            self.watch.probe()
-            if self._status_stop.is_set():
-                return  # the final status comes from the stopping driver; none may follow it
-            self._publish_status(None)
-            if self._status_stop.wait(self.settings.status_interval_s):
-                return
+    def report_status(self) -> None:
+        """One round of the service's status timer (blocking: run on a thread): probe the flows' clusters, then
+        publish each flow's status; nothing before Spark is ready, nothing after the last status ("stopped")."""
+        if not self.ready or self._final_status_sent:
+            return
+        self.watch.probe()
+        with self._status_lock:
+            if not self._final_status_sent:
+                self._publish_status(None)
 
     def _current_errors(self, runtime: FlowRuntime, blocked: list[PartitionState]) -> list[str]:
         """What fails now: unreachable clusters (named), a failing discovery or task, then refused records."""

@@ -22,14 +22,18 @@ class DriverService(Service):
     name = "data-mirror"
     tune_gc = False  # records never reach the driver: young-generation room would only add to its memory
 
-    def __init__(self, driver: MirrorDriver) -> None:
+    def __init__(self, driver: MirrorDriver, status_interval_s: float) -> None:
         super().__init__()
         self.driver = driver
+        self._status_interval_s = status_interval_s
         self._running: asyncio.Task[None] | None = None
 
     async def on_start(self) -> None:
-        """Start the driver's loop; it sets up the flows and starts Spark on its own (readiness says when)."""
+        """Start the driver's loop; it sets up the flows and starts Spark on its own (readiness says when). The
+        flows' status goes out on this service's timer, as every service's does, each round on a thread (a probe
+        of a cluster that stopped answering blocks)."""
         self._running = self.spawn(self._run(), "driver")
+        self.every(self._status_interval_s, lambda: asyncio.to_thread(self.driver.report_status), "status")
 
     async def _run(self) -> None:
         await asyncio.to_thread(self.driver.run)
