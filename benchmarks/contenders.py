@@ -26,6 +26,7 @@ import psutil
 from benchmarks.usage import UsageSampler
 from shared.localkafka.cluster import ClusterAddress
 from shared.localkafka.mirror_maker import MirrorMakerProcess, write_properties
+from shared.localkafka.ports import free_port
 
 STRAIT, MM2 = "Strait", "MM2"
 SPARK_JVM, WORKERS = "Spark JVM", "Spark Python workers"  # process roles below data-mirror
@@ -72,6 +73,7 @@ class MirrorSetup:
     refresh_topics_s: int | None = None  # None: each tool's own default
     source_consumer: tuple[tuple[str, str], ...] = ()  # `<source>.consumer.*` settings (a distant source's tuning)
     flow_settings: tuple[tuple[str, str], ...] = ()  # `<source>-><target>.*` settings (e.g. transforms)
+    exactly_once: bool = False  # both tools deliver exactly once (see `mirror_properties`)
 
     @property
     def flow(self) -> str:
@@ -98,6 +100,11 @@ def mirror_properties(setup: MirrorSetup, source_servers: str, target_servers: s
         props["refresh.topics.interval.seconds"] = str(setup.refresh_topics_s)
     props |= {f"{src}.consumer.{key}": value for key, value in setup.source_consumer}
     props |= {f"{setup.flow}.{key}": value for key, value in setup.flow_settings}
+    if setup.exactly_once:  # as MM2's README asks: the target's worker switch, and the internal REST server that
+        # MM2's dedicated mode needs for it (on a free loopback port); Strait reads the same switch
+        props[f"{tgt}.exactly.once.source.support"] = "enabled"
+        props["dedicated.mode.enable.internal.rest"] = "true"
+        props["listeners"] = f"http://127.0.0.1:{free_port()}"
     return props
 
 

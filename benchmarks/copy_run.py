@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.committed_records import CommittedRecords
 from benchmarks.console import say
 from benchmarks.contenders import Mirror, MirrorSetup, open_mirror
-from benchmarks.datasets import PARTITIONS, Dataset
+from benchmarks.datasets import Dataset
 from benchmarks.lab import EndOffsets, Lab, delete_topics
 from benchmarks.usage import Usage, UsageSampler
 from benchmarks.verify_speed import verify_copy
@@ -65,11 +66,16 @@ def copy_topic(
     source: ClusterAddress | None = None,
     source_consumer: tuple[tuple[str, str], ...] = (),
     flow_settings: tuple[tuple[str, str], ...] = (),
+    exactly_once: bool = False,
+    read_committed: bool = False,
 ) -> CopyResult:
     """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
     With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes.
     `source`: how the tool reaches the source (default: directly; the WAN section: through the fault proxy);
-    `source_consumer`: the tool's `<source>.consumer.*` settings; `flow_settings`: more keys of the flow."""
+    `source_consumer`: the tool's `<source>.consumer.*` settings; `flow_settings`: more keys of the flow;
+    `exactly_once`: both tools deliver exactly once. `read_committed` (implied by `exactly_once`): progress is what
+    a read_committed consumer of the remote topic received (an exactly-once copy's end offsets count its
+    transaction markers and open transactions), not the end offsets."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(
         source_alias,
@@ -78,11 +84,17 @@ def copy_topic(
         tasks=lab.options.tasks,
         source_consumer=source_consumer,
         flow_settings=flow_settings,
+        exactly_once=exactly_once,
     )
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-{dataset.topic}")
     mirror = open_mirror(tool, setup, source or lab.source, lab.target, run_dir)
     remote = f"{source_alias}.{dataset.topic}"
-    probe = EndOffsets(lab.target.client_properties(), remote, PARTITIONS)
+    target = lab.target.client_properties()
+    probe: EndOffsets | CommittedRecords = (
+        CommittedRecords(target, remote, dataset.partitions)
+        if read_committed or exactly_once
+        else EndOffsets(target, remote, dataset.partitions)
+    )
     first: float | None = None
     startup_cpu: float | None = None
     sampler: UsageSampler | None = None

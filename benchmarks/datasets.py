@@ -16,14 +16,15 @@ PARTITIONS = 12
 
 @dataclass(frozen=True)
 class Dataset:
-    """One source topic: `records` records of `record_size` value bytes (no key) over 12 partitions, written
-    with `compression` (the producer's compression.type)."""
+    """One source topic: `records` records of `record_size` value bytes (no key) over `partitions` partitions,
+    written with `compression` (the producer's compression.type)."""
 
     label: str
     topic: str
     record_size: int
     records: int
     compression: str = "none"
+    partitions: int = PARTITIONS
 
     @property
     def producer(self) -> dict[str, str]:
@@ -56,7 +57,7 @@ def one_kib(topic: str, quick: bool) -> Dataset:
 def fill(lab: Lab, dataset: Dataset) -> PerfResult:
     """Create the source topic and fill it with Kafka's producer performance tool; check the count."""
     say(f"filling {dataset.topic}: {dataset.records:,} x {dataset.label}")
-    make_topics(lab.source_admin(), [dataset.topic], PARTITIONS)
+    make_topics(lab.source_admin(), [dataset.topic], dataset.partitions)
     return fill_topic(lab.source, dataset, lab.run_dir("fill") / f"{dataset.topic}.log")
 
 
@@ -70,7 +71,7 @@ def fill_topic(cluster: KafkaCluster, dataset: Dataset, log_path: Path) -> PerfR
         log_path=log_path,
         producer=dataset.producer,
     )
-    probe = EndOffsets(cluster.client_properties(), dataset.topic, PARTITIONS)
+    probe = EndOffsets(cluster.client_properties(), dataset.topic, dataset.partitions)
     try:
         found = probe.total()
     finally:

@@ -12,7 +12,18 @@ import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from benchmarks import discovery, latency, resources, scale, spark_spread, throughput, transforms, verify_speed, wan
+from benchmarks import (
+    discovery,
+    exactly_once,
+    latency,
+    resources,
+    scale,
+    spark_spread,
+    throughput,
+    transforms,
+    verify_speed,
+    wan,
+)
 from benchmarks.console import say
 from benchmarks.lab import Lab, open_lab
 from benchmarks.model import BenchOptions, Section
@@ -34,6 +45,7 @@ TITLES = {
     "cluster": "10. Spread over a Spark cluster",
     "wan": "11. A distant source (50 and 150 ms round trip)",
     "transforms": "12. A flow with a transform (Filter)",
+    "exactly_once": exactly_once.TITLE,
 }
 CHOICES = (
     "throughput",
@@ -47,6 +59,7 @@ CHOICES = (
     "cluster",
     "wan",
     "transforms",
+    "exactly_once",
 )
 LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "throughput": throughput.run,
@@ -56,6 +69,7 @@ LAB_SECTIONS: dict[str, Callable[[BenchOptions, Lab], Section]] = {
     "cluster": spark_spread.run,
     "wan": wan.run,
     "transforms": transforms.run,
+    "exactly_once": exactly_once.run,
 }
 EXTERNAL = {
     "failover": "benchmarks.failover_precision",
