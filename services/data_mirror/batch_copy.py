@@ -150,6 +150,27 @@ class BatchCopier:
         self._progress.send(self._link.producer)
         self._link.producer.pump()
 
+    # -- exactly-once (`copier.Transactions`): the batches and their progress in the producer's transaction ----
+    def begin(self) -> None:
+        self._link.producer.begin_transaction()
+
+    async def commit(self) -> None:
+        await self.settle(wait=True)
+        try:
+            await self._link.producer.commit_transaction()
+        except KafkaOperationError as exc:
+            raise TaskFailed(f"commit failed, resuming from the committed progress: {exc}") from exc
+
+    async def abort(self) -> None:
+        try:
+            await self._link.producer.abort_transaction(FLUSH_TIMEOUT_S)
+        except KafkaOperationError as exc:
+            raise TaskFailed(f"abort failed, resuming from the committed progress: {exc}") from exc
+        self._take_landed()  # what was queued is dropped
+
+    def abandon(self, timeout_s: float) -> None:
+        """Nothing to end from outside the loop: the slot's next task fences this producer, which aborts it."""
+
     async def settle(self, *, wait: bool) -> None:
         """Without `wait`, send what is queued; with it, until the target answered every batch sent."""
         self._progress.send(self._link.producer)

@@ -91,7 +91,13 @@ class Transactions(Protocol):
 
     def begin(self) -> None: ...
 
-    def commit(self) -> None:
-        """Commit the open transaction; a failure raises `TaskFailed` (the interval is copied again)."""
+    async def commit(self) -> None:
+        """Commit the open transaction, once every record and progress record sent in it was answered; a failure
+        raises `TaskFailed` (the interval is copied again)."""
 
-    def abort(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None: ...
+    async def abort(self) -> None:
+        """Abort the open transaction: nothing sent in it counts (a failure raises `TaskFailed`)."""
+
+    def abandon(self, timeout_s: float) -> None:
+        """After a failure, with the task's event loop gone: end the open transaction if the client can (the next
+        task of the slot fences this producer in any case, which aborts what it left open)."""

@@ -353,13 +353,16 @@ class RecordCopier:
     def begin(self) -> None:
         self.producer.begin_transaction()
 
-    def commit(self) -> None:
+    async def commit(self) -> None:
         try:
             self.producer.commit_transaction(FLUSH_TIMEOUT_S)
         except KafkaException as exc:
             raise TaskFailed(f"commit failed, resuming from the committed progress: {describe(exc)}") from exc
 
-    def abort(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
+    async def abort(self) -> None:
+        self.producer.abort_transaction(FLUSH_TIMEOUT_S)
+
+    def abandon(self, timeout_s: float) -> None:
         self.producer.abort_transaction(timeout_s)
 
 

@@ -110,6 +110,7 @@ def connect(spec: TaskSpec) -> TaskClients:
             sorted({work.source_topic for work in spec.partitions}),
             sorted({work.remote_topic for work in spec.partitions} | {spec.progress_topic}),
             purpose=task_name(spec),
+            transactional_id=spec.transactional_id,
         ),
     )
 

@@ -39,13 +39,11 @@ def run_task(spec: TaskSpec, secrets: Broadcast[dict[str, str]] | None = None) -
 
 
 def task_loop(spec: TaskSpec, clients: TaskClients) -> TaskLoop:
-    """The loop for `spec`: batch forwarding when the flow asks for it (at-least-once only), else record by record,
-    in the producer's transaction when the flow is exactly-once."""
+    """The loop for `spec`: batch forwarding when the flow asks for it, else record by record; either copier's
+    producer transaction when the flow is exactly-once."""
     clock = Clock(retry_s=spec.blocked_retry_s)
-    if spec.copy_batches:
-        return TaskLoop(spec, clients, BatchCopier(spec, clients, clock), clock)
-    records = RecordCopier(spec, clients, clock)
-    return TaskLoop(spec, clients, records, clock, records if spec.exactly_once else None)
+    copier = BatchCopier(spec, clients, clock) if spec.copy_batches else RecordCopier(spec, clients, clock)
+    return TaskLoop(spec, clients, copier, clock, copier if spec.exactly_once else None)
 
 
 def _freeze_what_is_alive() -> None:

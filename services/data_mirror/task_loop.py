@@ -92,7 +92,6 @@ class TaskLoop:
         """Start, copy until a hand-over is requested, commit; on failure abort what is uncommitted."""
         spec = self.spec
         try:
-            self._start()
             asyncio.run(self._run())
             error = None
         except Exception as exc:
@@ -113,12 +112,13 @@ class TaskLoop:
 
     async def _run(self) -> None:
         try:
-            with self._phase("open"):
+            with self._phase("open"):  # exactly-once on the batch path: the slot's earlier producers are fenced here
                 await self.copier.open()
-                self.copier.assign(self.parts)
-                for part in self.parts.values():
-                    if part.source_hold is not None:
-                        self.copier.hold(part)
+            self._start()
+            self.copier.assign(self.parts)
+            for part in self.parts.values():
+                if part.source_hold is not None:
+                    self.copier.hold(part)
             self._begin()
             _log.info(
                 "task_copying",
@@ -135,8 +135,8 @@ class TaskLoop:
 
     # -- start -----------------------------------------------------------------------------------------
     def _start(self) -> None:
-        """Positions from the committed progress (after fencing), bounded by what the source still holds
-        (blocking look-ups, before the copier's event loop starts)."""
+        """Positions from the committed progress (read after fencing), bounded by what the source still holds
+        (blocking look-ups: the copier's clients are connected but nothing of them runs before `assign`)."""
         self.clock.now_ms = time.time() * 1000
         with self._phase("progress"):
             committed = self.clients.load_progress()
@@ -267,11 +267,13 @@ class TaskLoop:
         await self.copier.settle(wait=final or self.in_transaction)
         self._raise_client_errors()
         if self._refused_in_transaction():
-            self._abort_for_refused_records()
+            await self._abort_for_refused_records()
         self._advance_idle_positions(self.copier.positions())
         written = self._write_progress()
         if self.transactions is not None and self.in_transaction:
-            self.transactions.commit()
+            await self.copier.settle(wait=True)  # the progress answered: a progress record not written commits nothing
+            self._raise_client_errors()
+            await self.transactions.commit()
             self.in_transaction = False
         elif final:
             await self.copier.settle(wait=True)  # the last progress is answered before the task says it is done
@@ -292,15 +294,16 @@ class TaskLoop:
             if part.delivery_error is not None:
                 raise KafkaException(part.delivery_error)
 
-    def _abort_for_refused_records(self) -> None:
+    async def _abort_for_refused_records(self) -> None:
         """Exactly-once: roll the interval back, record where each refused partition waits, start again."""
         assert self.transactions is not None
-        self.transactions.abort()
+        await self.transactions.abort()
         self.transactions.begin()
         refused = [p for p in self.parts.values() if p.refused_now]
         for part in refused:
             self._send_progress(part, part.committed if part.committed is not None else part.position)
-        self.transactions.commit()
+        await self.copier.settle(wait=True)
+        await self.transactions.commit()
         self.in_transaction = False
         raise TaskFailed(f"{len(refused)} partitions stopped at a refused record; resuming from the committed progress")
 
@@ -443,5 +446,5 @@ class TaskLoop:
         """After a failure: abort an open transaction; nothing uncommitted counts."""
         if self.transactions is not None and self.in_transaction:
             with contextlib.suppress(Exception):
-                self.transactions.abort(ABANDON_TIMEOUT_S)
+                self.transactions.abandon(ABANDON_TIMEOUT_S)
             self.in_transaction = False

@@ -233,14 +233,6 @@ def _check_exactly_once(flow: FlowConfig) -> None:
     """Exactly-once copies only committed records, so the source consumer must read committed (as MM2)."""
     if not flow.settings.exactly_once_enabled:
         return
-    if flow.settings.copy_batches == "on":
-        raise ConfigError(
-            f"flow '{flow.name}': strait.copy.batches=on cannot be combined with exactly-once: forwarded batches "
-            "are not written inside the target transaction; use auto (copies record by record) or turn "
-            "exactly-once off",
-            key=f"{flow.name}.strait.copy.batches",
-            value="on",
-        )
     isolation = flow.source_consumer_props()["isolation.level"]
     if isolation.strip() != "read_committed":
         key = f"{flow.name}.source.consumer.isolation.level"

@@ -18,14 +18,17 @@ from shared.kafka.batch_producer import (
     DEFAULT_BUFFER_BYTES,
     DEFAULT_MAX_IN_FLIGHT_REQUESTS,
     DEFAULT_MAX_REQUEST_BYTES,
+    INIT_TIMEOUT_S,
     BatchProducer,
 )
 from shared.kafka.client_names import client_id
 from shared.kafka.factories import aio_client
+from shared.kafka.transaction_coordinator import TransactionCoordinator
 from shared.retry import Backoff
 
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # Kafka's producer default `transaction.timeout.ms`
 
 
 @dataclass
@@ -50,9 +53,11 @@ async def open_batch_link(
     target_topics: Sequence[str],
     *,
     purpose: str | None = None,
+    transactional_id: str | None = None,
 ) -> BatchLink:
     """Connected clients, with the fetch sizes of the source consumer's settings and the target producer's
-    timeouts (their Java names, as the user configured them); their client ids say `purpose` (`client_names`)."""
+    timeouts (their Java names, as the user configured them); their client ids say `purpose` (`client_names`).
+    With `transactional_id` the producer is transactional (exactly-once): connecting fences its earlier producers."""
     fetching, producing = client_id("client", purpose, "fetch"), client_id("client", purpose, "produce")
 
     def number(props: Mapping[str, str], key: str, default: int) -> int:
@@ -70,8 +75,17 @@ async def open_batch_link(
         lane_client=lambda: aio_client(source_props, client_id=fetching),
     )
     request_timeout_ms = number(target_props, "request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS)
+    target_client = aio_client(target_props, client_id=producing)
+    transactions = None
+    if transactional_id is not None:
+        transactions = TransactionCoordinator(
+            target_client,
+            transactional_id,
+            transaction_timeout_ms=number(target_props, "transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS),
+            timeout_s=INIT_TIMEOUT_S,
+        )
     producer = BatchProducer(
-        aio_client(target_props, client_id=producing),
+        target_client,
         request_timeout_ms=request_timeout_ms,
         delivery_timeout_s=number(target_props, "delivery.timeout.ms", DEFAULT_DELIVERY_TIMEOUT_MS) / 1000,
         max_request_bytes=number(target_props, "max.request.size", DEFAULT_MAX_REQUEST_BYTES),
@@ -83,6 +97,7 @@ async def open_batch_link(
             first_s=number(target_props, "retry.backoff.ms", 100) / 1000,
             max_s=number(target_props, "retry.backoff.max.ms", 1000) / 1000,
         ),
+        transactions=transactions,
     )
     link = BatchLink(fetcher, producer, read_committed)
     try:  # both clusters at once: a task's start-up waits for the slower one only

@@ -8,11 +8,17 @@ unacknowledged again with the same sequences, after a backoff that grows while t
 large, invalid, not allowed) is the caller's to handle: the batches sent after it are dropped (the broker refuses
 them as out of sequence) and reported so. What an error code means is `error_classes`' table.
 Every outcome is an `Outcome` value, kept apart from the broker's error codes (UNKNOWN_SERVER_ERROR is -1).
+
+Transactional (exactly-once, given a `TransactionCoordinator`): the producer id and epoch come from the id's
+coordinator (fencing every earlier producer of the id), every batch carries the transactional bit and goes in a
+Produce request naming the id, and a partition's batches wait until the partition was added to the open
+transaction. Nothing is sent outside a transaction; `commit_transaction` ends one once every batch was answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import deque
@@ -31,7 +37,9 @@ from shared.errors import KafkaOperationError
 from shared.kafka.error_classes import ErrorClass, error_class, error_name
 from shared.kafka.error_codes import NOT_LEADER_OR_FOLLOWER
 from shared.kafka.produce_request import BatchProduceRequest
+from shared.kafka.producer_transaction import ProducerTransaction
 from shared.kafka.record_batches import TargetBatch
+from shared.kafka.transaction_coordinator import TransactionCoordinator
 from shared.partition_key import PartitionKey
 from shared.retry import Backoff, retry_async
 
@@ -147,8 +155,10 @@ class BatchProducer:
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
         retry_backoff: Backoff = DEFAULT_RETRY_BACKOFF,
+        transactions: TransactionCoordinator | None = None,
     ) -> None:
         self._client = client
+        self._transaction = ProducerTransaction(transactions, self._addition_answered) if transactions else None
         self._retry_backoff = retry_backoff
         self._max_request_bytes = max_request_bytes
         # A broker reads one request per connection at a time: more in flight only wait in socket buffers, each
@@ -180,6 +190,9 @@ class BatchProducer:
         `__transaction_state`) answers with a retriable error for a while: asked again, as Kafka's producer does."""
         await self._client.bootstrap()
         await self._client.set_topics(list(topics))
+        if self._transaction is not None:
+            self.producer_id, self.producer_epoch = await self._transaction.init()
+            return
         await asyncio.wait_for(retry_async(self._init_producer_id, backoff=INIT_BACKOFF), INIT_TIMEOUT_S)
 
     async def _init_producer_id(self) -> None:
@@ -200,6 +213,40 @@ class BatchProducer:
         for task in list(self._requests):
             task.cancel()
         await self._client.close()
+
+    # -- transactions (exactly-once) ---------------------------------------------------------------------
+    def begin_transaction(self) -> None:
+        """Open a transaction: batches sent from now on are in it (each partition added before its first)."""
+        assert self._transaction is not None, "a producer without a transactional id"
+        self._transaction.begin()
+
+    async def commit_transaction(self) -> None:
+        """Commit the open transaction; every batch sent in it must have been answered (`idle`)."""
+        assert self._transaction is not None
+        self._raise_failure()
+        if not self.idle():
+            raise KafkaOperationError("commit with batches not yet answered", operation="commit transaction")
+        await self._transaction.end(commit=True)
+
+    async def abort_transaction(self, timeout_s: float) -> None:
+        """Abort the open transaction: what is queued is dropped (reported as DROPPED), what is in flight is waited
+        for (at most `timeout_s`), then the coordinator aborts. The partitions' sequences go on from what was sent,
+        so a task that aborts only writes on where nothing was dropped (its progress) before it starts again."""
+        assert self._transaction is not None
+        for target in self._targets.values():
+            self._land(*(Landed(queued, Outcome.DROPPED) for queued in target.queued))
+            target.queued.clear()
+        deadline = time.monotonic() + timeout_s
+        while any(target.in_flight for target in self._targets.values()) and time.monotonic() < deadline:
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), max(0.0, deadline - time.monotonic()))
+        await self._transaction.end(commit=False)
+
+    def _addition_answered(self, error: BaseException | None) -> None:
+        if error is not None:
+            self._failure = error
+        self._changed.set()
 
     def send(self, batch: OutgoingBatch) -> None:
         """Queue `batch` behind the partition's earlier ones; it goes out as soon as the partition has room."""
@@ -248,6 +295,7 @@ class BatchProducer:
         self._probe_unready(now)
         by_node: dict[int, dict[PartitionKey, OutgoingBatch]] = {}
         budget: dict[int, int] = {}  # bytes each leader's free request slots can still carry this round
+        to_add: set[PartitionKey] = set()
         for key, target in self._targets.items():
             if not target.queued:
                 continue
@@ -257,6 +305,8 @@ class BatchProducer:
                     f"{key[0]}-{key[1]}: not acknowledged within {self._delivery_timeout_s:.0f}s", operation="produce"
                 )
             if target.capacity(now) <= 0:
+                continue
+            if self._transaction is not None and not self._transaction.admits(key, to_add):
                 continue
             node = self._client.cluster.leader_for_partition(TopicPartition(*key))
             if node is None or node < 0:
@@ -275,9 +325,13 @@ class BatchProducer:
             if head.sequence < 0:
                 head.sequence = target.next_sequence
                 target.next_sequence = (target.next_sequence + head.records) % SEQUENCE_WRAP
-                head.payload.set_producer(self.producer_id, self.producer_epoch, head.sequence)
+                head.payload.set_producer(
+                    self.producer_id, self.producer_epoch, head.sequence, transactional=self._transaction is not None
+                )
             target.in_flight.append(head)
             by_node.setdefault(node, {})[key] = head
+        if self._transaction is not None:
+            self._transaction.add(to_add)
         for node, batches in by_node.items():
             # Requests to one leader share its connection, which answers them in order: batches stay in order.
             requests = split_requests(batches, self._max_request_bytes)
@@ -326,7 +380,10 @@ class BatchProducer:
         by_topic: dict[str, list[tuple[int, TargetBatch]]] = {}
         for (topic, partition), batch in batches.items():
             by_topic.setdefault(topic, []).append((partition, batch.payload))
-        request = BatchProduceRequest(ACKS_ALL, self._timeout_ms, list(by_topic.items()))
+        transactional_id = self._transaction.transactional_id if self._transaction is not None else None
+        request = BatchProduceRequest(
+            ACKS_ALL, self._timeout_ms, list(by_topic.items()), transactional_id=transactional_id
+        )
         answers: dict[PartitionKey, tuple[int, int]] = {}
         try:
             response = await self._client.send(node, request)

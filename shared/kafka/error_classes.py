@@ -66,6 +66,8 @@ RETRIABLE_NAMES = {
     133: "SHARE_SESSION_LIMIT_REACHED",
 }
 RETRIABLE = frozenset(RETRIABLE_NAMES)
+# Codes past aiokafka's table that the batch path meets and an operator should read by name.
+NEWER_NAMES = {87: "INVALID_RECORD", 90: "PRODUCER_FENCED", 105: "TRANSACTIONAL_ID_NOT_FOUND", 110: "FENCED_MEMBER_EPOCH"}
 # A leader epoch the broker fenced or does not know. Retriable for a reader that checks epochs itself (the batch
 # copier refreshes and asks again); from librdkafka's consumer, which reports them only once its own position check
 # could not go on, they fail the task, whose restart checks the position against the source log (KIP-320).
@@ -154,6 +156,8 @@ def error_name(code: int) -> str:
         return "UNKNOWN_SERVER_ERROR"  # aiokafka names it UNKNOWN
     if code in RETRIABLE_NAMES:
         return RETRIABLE_NAMES[code]
+    if code in NEWER_NAMES:
+        return NEWER_NAMES[code]
     cls = for_code(code)
     name = str(getattr(cls, "message", cls.__name__)).upper()
     return f"error code {code}" if name == "UNKNOWN" else name  # a code newer than aiokafka's table

@@ -90,12 +90,16 @@ _Struct: TypeAlias = (
 
 
 class BatchProduceRequest(Request[_Struct]):  # type: ignore[misc]
-    """Produce (acks, timeout) of ready-made batches, no transactional id: the batch path's idempotent producer."""
+    """Produce (acks, timeout) of ready-made batches: the batch path's idempotent producer, or its transactional one
+    (`transactional_id` set: every batch is in that producer's open transaction)."""
 
     API_KEY = 0
 
-    def __init__(self, acks: int, timeout_ms: int, topics: TopicBatches) -> None:
+    def __init__(
+        self, acks: int, timeout_ms: int, topics: TopicBatches, *, transactional_id: str | None = None
+    ) -> None:
         self._acks, self._timeout_ms, self._topics = acks, timeout_ms, topics
+        self._transactional_id = transactional_id
 
     def build(self, request_struct_class: type[_Struct]) -> _Struct:
-        return request_struct_class(None, self._acks, self._timeout_ms, self._topics)
+        return request_struct_class(self._transactional_id, self._acks, self._timeout_ms, self._topics)

@@ -232,9 +232,15 @@ class TargetBatch:
     def __bytes__(self) -> bytes:
         return bytes(self.head) + bytes(self.body)
 
-    def set_producer(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
-        """Our producer's id, epoch and the batch's first sequence, CRC recomputed over header and records."""
+    def set_producer(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, *, transactional: bool = False
+    ) -> None:
+        """Our producer's id, epoch and the batch's first sequence, and whether it is written inside the producer's
+        transaction (its attributes' transactional bit); CRC recomputed over header and records."""
         _PRODUCER.pack_into(self.head, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
+        (attributes,) = struct.unpack_from(">h", self.head, _ATTRIBUTES_AT)
+        attributes = attributes | TRANSACTIONAL_FLAG if transactional else attributes & ~TRANSACTIONAL_FLAG
+        struct.pack_into(">h", self.head, _ATTRIBUTES_AT, attributes)
         crc = crc32c(self.body, crc32c(memoryview(self.head)[_ATTRIBUTES_AT:]))
         struct.pack_into(">I", self.head, _CRC_AT, crc)
 

@@ -192,6 +192,8 @@ def test_a_partition_held_while_its_log_was_truncated_is_copied_again_from_where
 
     def epoch_ends(epochs: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         asked.append(dict(epochs))
+        if elected["done"]:
+            consumer.leader_epoch = 4  # what is read from now on is the new leader's
         return {key: 20 if (key, epoch) == (KEY1, 3) else -1 for key, epoch in epochs.items()}
 
     def unclean_election_then_handover() -> bool:
@@ -200,7 +202,6 @@ def test_a_partition_held_while_its_log_was_truncated_is_copied_again_from_where
             log = cluster.log("orders", 1)
             del log[20:]  # what the new leader holds of epoch 3
             log.extend(Record(b"new", f"1:new-{i}".encode(), 5_000 + i) for i in range(20, 35))
-            consumer.leader_epoch = 4
             gone = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, "unknown topic", fatal=False)
             consumer.errors.append(FakeMessage("orders", 1, 30, Record(None, None, 0, None), error=gone))
         return elected["done"] and len(cluster.log("A.orders", 1)) >= 45

@@ -222,9 +222,9 @@ def test_batch_forwarding_is_auto_by_default_and_can_be_forced_either_way() -> N
     assert str(error_of({"strait.copy.batches": "sometimes"})).startswith("strait.copy.batches='sometimes'")
 
 
-def test_forced_batch_forwarding_refuses_exactly_once() -> None:
-    error = error_of({"exactly.once.support": "enabled", "A->B.strait.copy.batches": "on"})
-    assert "strait.copy.batches=on cannot be combined with exactly-once" in str(error)
+def test_exactly_once_forwards_batches_too() -> None:
+    forced = parse_with({"exactly.once.support": "enabled", "A->B.strait.copy.batches": "on"}).flow("A", "B")
+    assert (forced.settings.exactly_once_enabled, forced.settings.copy_batches) == (True, "on")
     assert parse_with({"exactly.once.support": "enabled"}).flow("A", "B").settings.copy_batches == "auto"
 
 
