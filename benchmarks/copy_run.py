@@ -65,11 +65,13 @@ def copy_topic(
     source: ClusterAddress | None = None,
     source_consumer: tuple[tuple[str, str], ...] = (),
     flow_settings: tuple[tuple[str, str], ...] = (),
+    inspect: Callable[[str], None] | None = None,
 ) -> CopyResult:
     """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
     With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes.
     `source`: how the tool reaches the source (default: directly; the WAN section: through the fault proxy);
-    `source_consumer`: the tool's `<source>.consumer.*` settings; `flow_settings`: more keys of the flow."""
+    `source_consumer`: the tool's `<source>.consumer.*` settings; `flow_settings`: more keys of the flow;
+    `inspect`: called with the remote topic's name once the tool stopped, before the topic goes."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(
         source_alias,
@@ -119,6 +121,8 @@ def copy_topic(
         checked = verify_copy(config, setup.flow, dataset.topic, tool, dataset.label, dataset.records)
         lab.verifications.append(checked)
         say(f"{tool}: verified {checked.totals['verified']:,} in {checked.totals['wall_s']:.1f} s")
+    if inspect is not None:
+        inspect(remote)
     delete_topics(lab.target_admin(), [remote])
     assert first is not None
     say(f"{tool}: first record after {first:.1f} s, last after {now:.1f} s")
