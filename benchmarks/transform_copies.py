@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchmarks.datasets import PARTITIONS, Dataset
-from benchmarks.lab import EndOffsets
+from benchmarks.datasets import PARTITIONS, Dataset, check_filled
 from services.data_mirror.transforms import MirrorRecord, TransformChain
 from shared.config.transforms import parse_transforms
 from shared.kafka.factories import confluent_producer
@@ -45,13 +44,7 @@ def fill_with_header(cluster: KafkaCluster, dataset: Dataset, header: str) -> No
             producer.poll(0)
     if producer.flush(120):
         raise RuntimeError(f"{dataset.topic}: not every record was acknowledged while filling")
-    probe = EndOffsets(cluster.client_properties(), dataset.topic, PARTITIONS)
-    try:
-        found = probe.total()
-    finally:
-        probe.close()
-    if found != dataset.records:
-        raise RuntimeError(f"{dataset.topic} holds {found} records after filling, expected {dataset.records}")
+    check_filled(cluster, dataset)
 
 
 @dataclass(frozen=True)
