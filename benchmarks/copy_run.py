@@ -68,6 +68,7 @@ def copy_topic(
     flow_settings: tuple[tuple[str, str], ...] = (),
     exactly_once: bool = False,
     read_committed: bool = False,
+    inspect: Callable[[str], None] | None = None,
 ) -> CopyResult:
     """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
     With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes.
@@ -75,7 +76,8 @@ def copy_topic(
     `source_consumer`: the tool's `<source>.consumer.*` settings; `flow_settings`: more keys of the flow;
     `exactly_once`: both tools deliver exactly once. `read_committed` (implied by `exactly_once`): progress is what
     a read_committed consumer of the remote topic received (an exactly-once copy's end offsets count its
-    transaction markers and open transactions), not the end offsets."""
+    transaction markers and open transactions), not the end offsets. `inspect`: called with the remote topic's name
+    once the tool stopped, before the topic goes."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(
         source_alias,
@@ -131,6 +133,8 @@ def copy_topic(
         checked = verify_copy(config, setup.flow, dataset.topic, tool, dataset.label, dataset.records)
         lab.verifications.append(checked)
         say(f"{tool}: verified {checked.totals['verified']:,} in {checked.totals['wall_s']:.1f} s")
+    if inspect is not None:
+        inspect(remote)
     delete_topics(lab.target_admin(), [remote])
     assert first is not None
     say(f"{tool}: first record after {first:.1f} s, last after {now:.1f} s")

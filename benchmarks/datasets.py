@@ -71,6 +71,12 @@ def fill_topic(cluster: KafkaCluster, dataset: Dataset, log_path: Path) -> PerfR
         log_path=log_path,
         producer=dataset.producer,
     )
+    check_filled(cluster, dataset)
+    return result
+
+
+def check_filled(cluster: KafkaCluster, dataset: Dataset) -> None:
+    """Raise unless the data set's topic on `cluster` holds its records (no more, no fewer)."""
     probe = EndOffsets(cluster.client_properties(), dataset.topic, dataset.partitions)
     try:
         found = probe.total()
@@ -78,7 +84,6 @@ def fill_topic(cluster: KafkaCluster, dataset: Dataset, log_path: Path) -> PerfR
         probe.close()
     if found != dataset.records:
         raise RuntimeError(f"{dataset.topic} holds {found} records after filling, expected {dataset.records}")
-    return result
 
 
 def raw_produce_rate(lab: Lab, dataset: Dataset, run: int) -> PerfResult:

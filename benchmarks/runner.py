@@ -44,7 +44,7 @@ TITLES = {
     "scale": "9. Real size: 12 to 4,000 partitions",
     "cluster": "10. Spread over a Spark cluster",
     "wan": "11. A distant source (50 and 150 ms round trip)",
-    "transforms": "12. A flow with a transform (Filter)",
+    "transforms": "12. A flow with a transform (Filter, InsertHeader, DropHeaders)",
     "exactly_once": exactly_once.TITLE,
 }
 CHOICES = (

@@ -23,9 +23,10 @@ from services.data_mirror.batch_sends import BatchSends
 from services.data_mirror.copier import FLUSH_TIMEOUT_S, FetchPosition, ProgressFailed, TaskFailed
 from services.data_mirror.epoch_checks import EpochChecks, Fetching
 from services.data_mirror.fetch_lanes import NO_LEADER, FetchKey, FetchLanes
-from services.data_mirror.forwarding import PartitionState, groups
+from services.data_mirror.forwarding import groups
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.progress_batches import ProgressBatches, progress_landed
+from services.data_mirror.reshape import Reshaper
 from services.data_mirror.resume import diverged_at
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import DEFAULT_BATCH_BYTES, TaskSpec
@@ -66,7 +67,7 @@ class BatchCopier:
         self.link: BatchLink | None = None
         self.parts: dict[PartitionKey, PartitionCopy] = {}
         self.fetching: dict[PartitionKey, Fetching] = {}
-        self._sends = BatchSends(lambda: self._link.producer, clock, self.hold)
+        self._sends = BatchSends(lambda: self._link.producer, clock, self.hold, Reshaper(spec))
         self.read_errors = 0
         self._fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
         self._refreshed = 0.0
@@ -344,7 +345,7 @@ class BatchCopier:
             batches = batches[: batches.index(corrupt)]  # what comes before it is whole: copied as usual
         kept = CommittedFilter(answer.aborted).committed(batches) if self._link.read_committed else batches
         due = [batch for batch in kept if not batch.is_control and batch.last_offset >= fetching.position]
-        for group in groups(due, PartitionState.of(part, fetching), self._target_batch_bytes):
+        for group in groups(due, self._sends.state(part, fetching), self._target_batch_bytes):
             sends = self._sends
             sent = sends.send(part, fetching, group[0]) if len(group) == 1 else sends.merge(part, fetching, group)
             if not sent:

@@ -1,8 +1,11 @@
 """Can a fetched batch go to the target as it is? The one home of that decision: forward, merge or re-encode.
 
 A batch goes as it is when its own format allows (`SourceBatch.why_not_forwardable`: message format v2, no gap,
-create-time timestamps, from the position on) and the partition's state does too: no refused record inside it, not
-in a range that is copied record by record after a refusal, not larger than the target's max.message.bytes.
+create-time timestamps, from the position on), the partition's state does too (no refused record inside it, not
+in a range that is copied record by record after a refusal, not larger than the target's max.message.bytes) and the
+flow leaves its records as they are. What the flow's transforms and provenance do to a partition is decided once
+(`chain_effect`): nothing (its batches are never decoded), everything dropped (nothing is decoded or sent), or a
+batch's records must go through the chain, after which a batch none of whose records changed still goes as it is.
 Several small batches that follow each other without a gap, in one codec, are merged into one re-encoded batch
 (five batches per round trip would cap a backlog of tiny ones), and so are uncompressed batches two of which fit
 the target producer's batch.size (a short backlog lands in one append).
@@ -10,16 +13,43 @@ the target producer's batch.size (a short backlog lands in one append).
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.data_mirror.epoch_checks import Fetching
 from services.data_mirror.partition_copy import PartitionCopy
+from shared.config.transforms import TransformSpec
 from shared.kafka.record_batches import SourceBatch
 
 # Small: few records and few bytes, so the round trip and the per-batch work outweigh re-encoding its records.
 SMALL_BATCH_RECORDS = 64
 SMALL_BATCH_BYTES = 8 * 1024
 MERGED_BATCH_BYTES = 256 * 1024
+
+
+CHANGED = "records changed or dropped by the flow's transforms or provenance"
+
+
+class ChainEffect(enum.Enum):
+    """What the flow's transforms and provenance do to one partition's batches."""
+
+    NONE = "none"  # nothing applies to its remote topic: batches go as they are, never decoded
+    DROPS_ALL = "drops all"  # a Filter drops every record: nothing is decoded or sent
+    READS = "reads"  # each batch's records go through the chain first
+
+
+def chain_effect(steps: Sequence[TransformSpec], *, provenance: bool) -> ChainEffect:
+    """The effect of `steps`, the chain as it applies to the partition's remote topic (`transforms.for_topic`:
+    TopicNameMatches decided), and of provenance headers (every record is checked and stamped)."""
+    if provenance:
+        return ChainEffect.READS
+    for spec in steps:
+        if spec.kind == "python":
+            return ChainEffect.READS  # called for each record, which it may fail on, before any later Filter
+        if spec.kind == "filter" and spec.predicate is None:
+            return ChainEffect.DROPS_ALL
+    return ChainEffect.READS if steps else ChainEffect.NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +60,17 @@ class PartitionState:
     one_by_one_until: int = -1  # after a refusal, records up to here go one per batch
     held_at: int | None = None  # a refused record the partition stops at
     max_record_bytes: int | None = None  # the remote topic's max.message.bytes, when known
+    effect: ChainEffect = ChainEffect.NONE  # what the flow's transforms and provenance do to its batches
 
     @classmethod
-    def of(cls, part: PartitionCopy, fetching: Fetching) -> PartitionState:
-        return cls(fetching.position, fetching.one_by_one_until, part.held_at, part.work.max_record_bytes)
+    def of(cls, part: PartitionCopy, fetching: Fetching, effect: ChainEffect = ChainEffect.NONE) -> PartitionState:
+        return cls(fetching.position, fetching.one_by_one_until, part.held_at, part.work.max_record_bytes, effect)
 
 
-def why_reencoded(batch: SourceBatch, state: PartitionState) -> str | None:
-    """None when `batch` is forwarded as it is; otherwise why it is re-encoded (or goes record by record)."""
+def why_reencoded(batch: SourceBatch, state: PartitionState, *, changed: bool = False) -> str | None:
+    """None when `batch` is forwarded as it is; otherwise why it is re-encoded (or goes record by record).
+    `changed`: the flow's chain changed or dropped a record of it (asked once its records went through it, where
+    `state.effect` is READS)."""
     reason = batch.why_not_forwardable(state.position)
     if reason is None and state.held_at is not None and batch.last_offset >= state.held_at:
         reason = "stops at a refused record"
@@ -46,6 +79,8 @@ def why_reencoded(batch: SourceBatch, state: PartitionState) -> str | None:
     limit = state.max_record_bytes
     if reason is None and limit is not None and len(batch.raw) > limit:
         reason = f"batch of {len(batch.raw)} bytes is larger than max.message.bytes={limit}"
+    if reason is None and changed:
+        reason = CHANGED
     return reason
 
 
@@ -54,7 +89,8 @@ def mergeable(batch: SourceBatch, state: PartitionState, pairs_below: int) -> bo
     `pairs_below` bytes: merging it with its neighbours keeps offsets exact."""
     small = batch.count < SMALL_BATCH_RECORDS and len(batch.raw) < SMALL_BATCH_BYTES
     fits_twice = batch.compression == 0 and len(batch.raw) <= pairs_below
-    return (small or fits_twice) and why_reencoded(batch, state) is None
+    dropped = state.effect is ChainEffect.DROPS_ALL  # each goes alone, unread
+    return (small or fits_twice) and not dropped and why_reencoded(batch, state) is None
 
 
 def groups(batches: list[SourceBatch], state: PartitionState, target_batch_bytes: int) -> list[list[SourceBatch]]:

@@ -20,17 +20,17 @@ from services.data_mirror.copier import (
     TaskFailed,
     describe,
 )
+from services.data_mirror.mirror_record import MirrorRecord
 from services.data_mirror.partition_copy import Clock, PartitionCopy
+from services.data_mirror.python_transforms import TransformFailed
 from services.data_mirror.record_size import record_size, surely_fits
+from services.data_mirror.reshape import Reshaper
 from services.data_mirror.resume import Resume, diverged_below, out_of_range
 from services.data_mirror.task_clients import TaskClients
-from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed
 from services.data_mirror.work import TaskSpec
-from shared.errors import CodecError
 from shared.kafka.error_classes import ErrorClass, client_error_class, kafka_error_of
 from shared.kafka.message_headers import HeaderKeyNotUtf8, message_headers
 from shared.partition_key import PartitionKey
-from shared.records.provenance import PROVENANCE_HEADER, Provenance, provenance_of
 
 CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
@@ -51,10 +51,8 @@ class RecordCopier:
         self.parts: dict[PartitionKey, PartitionCopy] = {}
         self.records = 0
         self.read_errors = 0
-        self.chain = TransformChain(spec.transforms)
-        source, self.target_alias = spec.aliases
-        self.origin = source if spec.provenance else None  # the cluster a provenance header names
-        self.reshaped = bool(self.chain) or spec.provenance  # records change on their way: the slower step
+        self.reshaper = Reshaper(spec)
+        self.reshaped = bool(self.reshaper)  # records change on their way: the slower step
 
     async def open(self) -> None:
         """The clients were connected with the task (the producer's transactions initialised, fencing)."""
@@ -154,35 +152,17 @@ class RecordCopier:
     def _transformed(
         self, part: PartitionCopy, offset: int, key: Any, value: Any, headers: Any, timestamp: int
     ) -> MirrorRecord | None:
-        """The record after the flow's transforms and its provenance header, or None when it is not copied: a
-        transform dropped it, or its provenance names the target (it came from there). A Python transform that
-        fails stops the partition at the record, as a record the target refuses does (reported, retried later)."""
+        """The record after the flow's transforms and its provenance header (`reshape`), or None when it is not
+        copied. A transform that fails stops the partition at the record, as a record the target refuses does
+        (reported, retried later)."""
         work = part.work
         record = MirrorRecord(work.remote_topic, work.partition, offset, key, value, list(headers or ()), timestamp)
-        known = _provenance(record.headers) if self.origin is not None else None
-        if known is not None and not self._written_by_a_copy(known, work.source_topic):
-            part.provenance_ignored += 1  # forwarded by an application with another record's headers: an original
-            record.headers = [(n, v) for n, v in record.headers if n != PROVENANCE_HEADER]
-            known = None
-        if known is not None and known.visited(self.target_alias):
-            part.returned += 1  # it came from the target (or passed through it): copying it back would loop
-            return None
         try:
-            kept = self.chain.apply(record)
+            return self.reshaper.one(part, record)
         except TransformFailed as exc:
             part.refuse(offset, str(exc))
             self.hold(part)
             return None
-        if kept is None:
-            part.dropped += 1
-        elif self.origin is not None:
-            _stamp(kept, known, Provenance(self.origin, work.source_topic, work.partition, offset))
-        return kept
-
-    def _written_by_a_copy(self, known: Provenance, topic: str) -> bool:
-        """A header is a copy's own only on the topic its path names (the flow's policy at each hop)."""
-        policy = self.spec.policy
-        return policy is None or known.copy_name(policy.format_remote_topic) == topic
 
     def _too_large(self, part: PartitionCopy, offset: int, key: Any, value: Any, headers: Any, limit: int) -> bool:
         size = record_size(key, value, headers)
@@ -364,23 +344,3 @@ class RecordCopier:
 
     def abandon(self, timeout_s: float) -> None:
         self.producer.abort_transaction(timeout_s)
-
-
-def _provenance(headers: list[tuple[str, bytes | None]]) -> Provenance | None:
-    """The record's provenance, if it has a readable one (a malformed header is left as it is)."""
-    raw = provenance_of(headers)
-    if raw is None:
-        return None
-    try:
-        return Provenance.decode(raw)
-    except CodecError:
-        return None
-
-
-def _stamp(record: MirrorRecord, known: Provenance | None, first: Provenance) -> None:
-    """Write the record's provenance: `first` on a first copy, else the known one with the source as a hop."""
-    if provenance_of(record.headers) is None:
-        record.headers.append((PROVENANCE_HEADER, first.encode()))
-    elif known is not None and not known.visited(first.cluster):
-        passed = known.leaving(first.cluster).encode()
-        record.headers = [(n, passed if n == PROVENANCE_HEADER else v) for n, v in record.headers]

@@ -308,7 +308,9 @@ class TaskLoop:
         raise TaskFailed(f"{len(refused)} partitions stopped at a refused record; resuming from the committed progress")
 
     def _advance_idle_positions(self, positions: dict[PartitionKey, FetchPosition]) -> None:
-        """Move past offsets the copier skipped without a record (transaction markers, compacted gaps)."""
+        """Move past offsets the copier skipped without a record (transaction markers, compacted gaps, records a
+        transform dropped), also up to a refused record the copier reached with nothing in flight (else its retry,
+        due only once the partition stands at it, never came)."""
         for key, part in self.parts.items():
             fetch = positions.get(key)
             if fetch is None:
@@ -320,6 +322,9 @@ class TaskLoop:
             settled = part.settled() and not part.paused
             if settled and fetch.next_offset is not None and fetch.next_offset > part.next_position():
                 part.position = fetch.next_offset
+            waiting = part.refused_at
+            if waiting is not None and not part.in_flight and (fetch.next_offset or -1) >= waiting > part.position:
+                part.position = waiting
 
     def _write_progress(self) -> list[tuple[PartitionCopy, int]]:
         """A progress record for each partition whose position, end, refusal or counts changed."""

@@ -68,7 +68,7 @@ class TaskSpec:
     reset_to_latest: bool
     commit_interval_ms: int
     blocked_retry_s: float
-    transforms: tuple[TransformSpec, ...] = ()  # the flow's transforms, applied to each record (record path only)
+    transforms: tuple[TransformSpec, ...] = ()  # the flow's transforms, applied to each record it copies (`reshape`)
     provenance: bool = False  # add the provenance header; never copy a record that came from the target
     policy: ReplicationPolicy | None = None  # with provenance: a header is trusted on the topic its path names only
 

@@ -184,7 +184,6 @@ def _build_flow(
         target_overrides=side_overrides["target"],
     )
     _check_exactly_once(flow)
-    _check_transforms(flow)
     return flow
 
 
@@ -213,20 +212,6 @@ def _split_client_keys(
             plain[first][remainder] = value
     side_overrides = {side: ClientOverrides(**side_roles[side]) for side in SIDES}
     return sides, side_overrides, {role: {**plain[role], **forced[role]} for role in ROLES}
-
-
-def _check_transforms(flow: FlowConfig) -> None:
-    """Forwarded batches are byte-for-byte copies: a flow that changes records copies them one by one."""
-    changes = [f"transforms ({', '.join(t.alias for t in flow.transforms)})"] if flow.transforms else []
-    if flow.settings.provenance_enabled:
-        changes.append("strait.provenance.enabled=true")
-    if changes and flow.settings.copy_batches == "on":
-        raise ConfigError(
-            f"flow '{flow.name}': strait.copy.batches=on cannot be combined with {' and '.join(changes)}: forwarded "
-            "batches reach the target unchanged; use auto (a flow that changes records copies them one by one)",
-            key=f"{flow.name}.strait.copy.batches",
-            value="on",
-        )
 
 
 def _check_exactly_once(flow: FlowConfig) -> None:

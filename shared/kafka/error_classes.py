@@ -67,7 +67,12 @@ RETRIABLE_NAMES = {
 }
 RETRIABLE = frozenset(RETRIABLE_NAMES)
 # Codes past aiokafka's table that the batch path meets and an operator should read by name.
-NEWER_NAMES = {87: "INVALID_RECORD", 90: "PRODUCER_FENCED", 105: "TRANSACTIONAL_ID_NOT_FOUND", 110: "FENCED_MEMBER_EPOCH"}
+NEWER_NAMES = {
+    87: "INVALID_RECORD",
+    90: "PRODUCER_FENCED",
+    105: "TRANSACTIONAL_ID_NOT_FOUND",
+    110: "FENCED_MEMBER_EPOCH",
+}
 # A leader epoch the broker fenced or does not know. Retriable for a reader that checks epochs itself (the batch
 # copier refreshes and asks again); from librdkafka's consumer, which reports them only once its own position check
 # could not go on, they fail the task, whose restart checks the position against the source log (KIP-320).

@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -261,9 +261,30 @@ def for_target(batch: SourceBatch, producer_id: int, producer_epoch: int, base_s
     return out
 
 
+class RecordFields(Protocol):
+    """What of a record `encode_records` writes: a decoded source record, or one a transform made."""
+
+    @property
+    def timestamp(self) -> int | None: ...  # None: none (the target's time is used)
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Sequence[tuple[str | bytes, bytes | None]]: ...
+
+
+class DecodedRecord(RecordFields, Protocol):
+    """One record of a source batch, as a consumer sees it (log-append batches give every record that time):
+    aiokafka's own record, or a `SourceRecord` where aiokafka cannot read it."""
+
+    @property
+    def offset(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class SourceRecord:
-    """One record of a source batch, as a consumer sees it (log-append batches give every record that time)."""
+    """A decoded record aiokafka does not make: an old format's, or one with a header key that is not UTF-8."""
 
     offset: int
     timestamp: int | None  # None: message format v0 had none (the target's producer time is used)
@@ -272,25 +293,23 @@ class SourceRecord:
     headers: Sequence[tuple[str | bytes, bytes | None]]  # a key not UTF-8 stays bytes (`byte_headers`)
 
 
-def records_of(batch: SourceBatch, from_offset: int = 0) -> list[SourceRecord]:
-    """The batch's records at `from_offset` or later, decompressed."""
+def records_of(batch: SourceBatch, from_offset: int = 0) -> list[DecodedRecord]:
+    """The batch's records at `from_offset` or later, decompressed (decoded once, by aiokafka's C codec for v2)."""
     raw = bytes(batch.raw)
-    if batch.magic >= 2:
-        decoded: Iterable[Any] = DefaultRecordBatch(raw)
-    else:
-        decoded = LegacyRecordBatch(raw, batch.magic)
-    records = []
     try:
-        for record in decoded:
-            if record.offset >= from_offset:
-                headers = getattr(record, "headers", None) or []
-                records.append(SourceRecord(record.offset, record.timestamp, record.key, record.value, headers))
+        if batch.magic >= 2:
+            return [record for record in DefaultRecordBatch(raw) if record.offset >= from_offset]
     except UnicodeDecodeError:  # a header key that is not UTF-8 (v2 only: older formats have no headers)
         return [SourceRecord(*fields) for fields in read_records(raw) if fields[0] >= from_offset]
-    return records
+    legacy = LegacyRecordBatch(raw, batch.magic)
+    return [
+        SourceRecord(record.offset, record.timestamp, record.key, record.value, ())
+        for record in legacy
+        if record.offset >= from_offset
+    ]
 
 
-def encode_records(records: Sequence[SourceRecord], compression: int) -> TargetBatch:
+def encode_records(records: Sequence[RecordFields], compression: int) -> TargetBatch:
     """A v2 batch for the target holding `records` back to back (offset deltas 0..n-1), no producer yet."""
     if any(isinstance(name, bytes) for record in records for name, _ in record.headers):
         return TargetBatch.of(write_batch([(r.timestamp, r.key, r.value, r.headers) for r in records], compression))

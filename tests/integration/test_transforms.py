@@ -2,7 +2,9 @@
 itself and through Strait, from the same source records, gives the same records on the target, one by one.
 
 Both tools read the source cluster under their own alias (MM2 as `MA`, Strait as `SA`), so each has its own
-remote topics on the same target; the topic predicate's pattern matches both names.
+remote topics on the same target; the topic predicate's pattern matches both names. Strait copies them batch by
+batch (`strait.copy.batches=on`, as `auto` does for an at-least-once flow); one test also runs the record path a
+flow falls back to (`off`) and checks each copy by its offset on both sides.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+import pytest
 from confluent_kafka import KafkaException
 
 from shared.kafka.factories import confluent_producer
 from shared.localkafka import KafkaCluster
 from shared.localkafka.mirror_maker import MirrorMakerProcess
-from tests.support.kafka_io import Rec, consume_to_end, end_offsets_sum, make_topic
+from shared.offset_sync_store import OffsetSyncStore
+from shared.records import OffsetSync
+from shared.records.offset_sync import SyncSegment
+from tests.support.kafka_io import Rec, consume_to_end, end_offsets_sum, make_topic, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
 from tests.support.waiting import wait_until
@@ -86,16 +92,20 @@ def _content(rec: Rec) -> Content:
     return Content(rec.key, rec.value, tuple(rec.headers), rec.timestamp_ms)
 
 
-def _copied(cluster: KafkaCluster, topic: str) -> int:
+def _copied(cluster: KafkaCluster, topic: str, partitions: int = PARTITIONS) -> int:
     """Records on `topic` so far (0 while the replicator has not created it)."""
     try:
-        return end_offsets_sum(cluster.client_properties(), topic, PARTITIONS)
+        return end_offsets_sum(cluster.client_properties(), topic, partitions)
     except KafkaException:
         return 0
 
 
 def _flow(topics: str, chain: Mapping[str, str]) -> dict[str, str]:
     return {"topics": topics, "emit.checkpoints.enabled": "false", **chain}
+
+
+def _strait_flow(topics: str, chain: Mapping[str, str], copy_batches: str = "on") -> dict[str, str]:
+    return {**_flow(topics, chain), "strait.copy.batches": copy_batches}
 
 
 def test_the_transforms_strait_implements_give_the_target_what_mm2_gives_it_record_by_record(
@@ -132,7 +142,7 @@ def test_the_transforms_strait_implements_give_the_target_what_mm2_gives_it_reco
         mm2.stop()
 
     strait_config = write_mm2_config(
-        tmp_path / "strait.properties", {"SA": cluster_a, "B": cluster_b}, {"SA->B": _flow(topics, _chain())}
+        tmp_path / "strait.properties", {"SA": cluster_a, "B": cluster_b}, {"SA->B": _strait_flow(topics, _chain())}
     )
     for topic in (keep, drop):
         make_topic(cluster_b.client_properties(), f"SA.{topic}", PARTITIONS)
@@ -189,7 +199,7 @@ def test_a_python_transform_masks_a_json_field_of_every_record_it_copies(
         "transforms.mask.function": "people_masks:mask_email",
     }
     config = write_mm2_config(
-        tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": {"topics": topic, **chain}}
+        tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": _strait_flow(topic, chain)}
     )
     kept = [v for v in values if v != b"not json"]
     path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
@@ -247,7 +257,7 @@ def test_insert_header_fails_mm2_as_documented_and_strait_adds_the_header_keepin
     assert _copied(cluster_b, f"MA.{topic}") == 0, "MM2 copied nothing"
 
     strait_config = write_mm2_config(
-        tmp_path / "strait.properties", {"SA": cluster_a, "B": cluster_b}, {"SA->B": _flow(topic, chain)}
+        tmp_path / "strait.properties", {"SA": cluster_a, "B": cluster_b}, {"SA->B": _strait_flow(topic, chain)}
     )
     make_topic(cluster_b.client_properties(), f"SA.{topic}", PARTITIONS)
     with ServiceProcess("data_mirror", strait_config, tmp_path) as mirror:
@@ -259,3 +269,76 @@ def test_insert_header_fails_mm2_as_documented_and_strait_adds_the_header_keepin
         for partition, records in source.items()
     }
     assert copied == expected, "every record, in order, its headers kept and the new one last"
+
+
+@pytest.mark.parametrize("copy_batches", ["on", "off"], ids=["batches", "records"])
+def test_a_record_the_chain_changes_and_one_it_drops_are_checked_by_offset(
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str
+) -> None:
+    """Tombstones dropped, `secret` stripped where present, `origin` added to every record: each target record is
+    its source record changed as the chain says, at the target offset its source offset maps to across the gaps
+    the dropped records leave, and every offset sync pairs the two (a group committed at a dropped record resumes
+    at the copy of the next one). Batch by batch, and record by record where a flow falls back to it."""
+    topic = f"by-offset-{copy_batches}-{unique}"
+    make_topic(cluster_a.client_properties(), topic)
+    make_topic(cluster_b.client_properties(), f"A.{topic}")
+    producer = confluent_producer(cluster_a.client_properties(), **{"enable.idempotence": True, "linger.ms": 20})
+    dropped = {10, 11, 37}
+    for i in range(RECORDS):
+        headers: list[tuple[str, str | bytes]] = [("h", b"v")]
+        if i % 20 == 0:
+            headers.insert(0, ("secret", b"s"))
+        value = None if i in dropped else f"v{i}".encode()
+        producer.produce(topic, value, f"k{i}".encode(), partition=0, headers=headers)
+    assert producer.flush(60) == 0
+    chain = {
+        "transforms": "dropTombstones,strip,tag",
+        "transforms.dropTombstones.type": CONNECT + "Filter",
+        "transforms.dropTombstones.predicate": "isTombstone",
+        "transforms.strip.type": CONNECT + "DropHeaders",
+        "transforms.strip.headers": "secret",
+        "transforms.tag.type": CONNECT + "InsertHeader",
+        "transforms.tag.header": "origin",
+        "transforms.tag.value.literal": "eu-west",
+        "predicates": "isTombstone",
+        "predicates.isTombstone.type": CONNECT + "predicates.RecordIsTombstone",
+    }
+    config = write_mm2_config(
+        tmp_path / "mm2.properties",
+        {"A": cluster_a, "B": cluster_b},
+        {"A->B": _strait_flow(topic, chain, copy_batches)},
+    )
+    kept = [i for i in range(RECORDS) if i not in dropped]
+    copies = {source: target for target, source in enumerate(kept)}
+    stores: list[OffsetSyncStore] = []
+    with ServiceProcess("data_mirror", config, tmp_path) as mirror:
+        wait_until(lambda: _copied(cluster_b, f"A.{topic}", 1) >= len(kept), 180, f"{len(kept)} records copied")
+        last = RECORDS - 1
+        wait_until(lambda: _synced(stores, cluster_a, topic, copies, last), 60, "the last record's offset sync")
+        assert mirror.stop() == 0
+    store = stores[-1]
+    copied = consume_to_end(cluster_b.client_properties(), f"A.{topic}")
+    assert [(r.offset, r.key) for r in copied] == [(copies[i], f"k{i}".encode()) for i in kept]
+    for record in copied:
+        source = int((record.key or b"k-1")[1:])
+        assert record.value == f"v{source}".encode()
+        assert record.headers == [("h", b"v"), ("origin", b"eu-west")], f"source offset {source}"
+    assert store.translate_exact(topic, 0, 10) == copies[12], "a group at a dropped record resumes at the next copy"
+    assert store.translate_exact(topic, 0, 20) == copies[20]
+
+
+def _synced(stores: list[OffsetSyncStore], a: KafkaCluster, topic: str, copies: dict[int, int], last: int) -> bool:
+    """Read the offset syncs of `topic` written so far into a new store (added to `stores`); each must pair a source
+    record with its copy. True once the record at `last` translates to its copy."""
+    store = OffsetSyncStore()
+    stores.append(store)
+    for record in read_to_end(a.client_properties(), "mm2-offset-syncs.B.internal"):
+        assert record.key is not None
+        assert record.value is not None
+        sync = OffsetSync.decode(record.key, record.value)
+        if sync.topic != topic:
+            continue
+        assert copies[sync.upstream_offset] == sync.downstream_offset, sync
+        store.handle(sync, SyncSegment.from_headers(record.headers))
+    store.mark_read_to_end()
+    return store.translate_exact(topic, 0, last) == copies[last]

@@ -73,8 +73,10 @@ def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_ru
         "cluster",
         "wan",
         "transforms",
+        "exactly_once",
     ]
     assert parse_only("scale") == ["scale"]
+    assert parse_only("exactly_once") == ["exactly_once"]
     assert parse_only("transforms") == ["transforms"]
     with pytest.raises(ValueError, match="unknown section"):
         parse_only("speed")

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from aiokafka.record.default_records import DefaultRecordBatch
+from aiokafka.record.default_records import DefaultRecord, DefaultRecordBatch
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from services.data_mirror.batch_copy import BatchCopier
@@ -43,17 +43,20 @@ KEY = ("orders", 0)
 
 
 class RecordingBroker(_Broker):
-    """The broker stand-in, keeping the keys of the records it wrote, in log order."""
+    """The broker stand-in, keeping the keys of the records it wrote (and the records), in log order."""
 
     def __init__(self) -> None:
         super().__init__()
         self.written: list[bytes | None] = []
+        self.records: list[DefaultRecord] = []
 
     def answer(self, payload: TargetBatch) -> tuple[int, int]:
         before = len(self.log)
         error, offset = super().answer(payload)
         if error == 0 and len(self.log) > before:
-            self.written += [record.key for record in DefaultRecordBatch(bytes(payload))]
+            added = list(DefaultRecordBatch(bytes(payload)))
+            self.records += added
+            self.written += [record.key for record in added]
         return error, offset
 
 
@@ -63,10 +66,11 @@ class Link:
     read_committed: bool = False
 
 
-def _task() -> tuple[BatchCopier, PartitionCopy, Fetching]:
-    spec = _spec(1)
+def _task(**changes: Any) -> tuple[BatchCopier, PartitionCopy, Fetching]:
+    """A batch copier of partition 0 from position 0; `changes`: more of its TaskSpec (transforms, provenance)."""
+    spec = dataclasses.replace(_spec(1), copy_batches=True, **changes)
     work = dataclasses.replace(spec.partitions[0], max_record_bytes=1_000_000)
-    task = BatchCopier(dataclasses.replace(spec, partitions=(work,), copy_batches=True), None, Clock(3600))  # type: ignore[arg-type]
+    task = BatchCopier(dataclasses.replace(spec, partitions=(work,)), None, Clock(3600))  # type: ignore[arg-type]
     part = PartitionCopy(work, None, 0, SyncTracker(100), task.clock)
     part.position = 0
     task.assign({KEY: part})

@@ -665,3 +665,33 @@ def test_with_offset_syncs_off_a_filtered_backlog_asks_for_no_early_commit(monke
     assert _values(cluster, 0) == [f"v{i}".encode() for i in kept]
     assert task.commits == 1, "only the final commit: no syncs wait, none ask for a commit"
     assert _syncs(cluster) == []
+
+
+def test_a_record_a_transform_failed_on_after_dropped_ones_is_tried_again_when_its_retry_is_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Filter drops 2 and 3, a Python transform fails once at 4: the partition waits at 4 with nothing before it
+    left to copy (the last record acknowledged is 1), and tries it again when its retry is due instead of waiting
+    for a record at 2 that never comes."""
+    (tmp_path / "flaky_masks.py").write_text(
+        "failed = []\n"
+        "def mask(record):\n"
+        "    if record.offset == 4 and not failed:\n"
+        "        failed.append(4)\n"
+        "        raise ValueError('flaky')\n"
+        "    return record\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cluster = FakeCluster()
+    log = cluster.log("orders", 0)
+    for i in range(8):
+        log.append(Record(f"k{i}".encode(), None if i in (2, 3) else f"v{i}".encode(), 1_000 + i, []))
+    chain = (
+        TransformSpec("dropTombstones", "filter", PredicateSpec("tombstone", "is_tombstone")),
+        TransformSpec("mask", "python", function="flaky_masks:mask"),
+    )
+    spec = dataclasses.replace(_spec(1), transforms=chain, blocked_retry_s=0.05)
+    _, error = _run(cluster, spec, FakeProducer(cluster), _until(lambda: len(cluster.log("A.orders", 0)) == 6))
+    assert error is None
+    assert _values(cluster, 0) == [f"v{i}".encode() for i in (0, 1, 4, 5, 6, 7)]
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 8

@@ -116,6 +116,89 @@ def test_a_python_transform_that_cannot_be_imported_is_a_config_error_naming_the
         check_functions([TransformSpec("mask", "python", function="json:nothing")])
 
 
+MASKING = """
+def mask(record):
+    if record.value == b"drop":
+        return None
+    if record.value == b"fail":
+        raise ValueError("cannot mask")
+    record.value = record.value.upper()
+    return record
+"""
+
+
+def _batch_of_records() -> list[MirrorRecord]:
+    kinds: list[tuple[bytes | None, list[tuple[str, bytes | None]]]] = [
+        (b"a", []),
+        (None, [("secret", b"s")]),
+        (b"b", [("secret", b"s"), ("mask", b"1"), ("trace", b"t")]),
+        (b"drop", [("mask", b"1")]),
+        (b"c", [("mask", b"1")]),
+        (b"d", [("keep", b"k")]),
+    ]
+    return [
+        MirrorRecord("A.orders", 0, 10 + i, b"k", value, list(headers), 1_000)
+        for i, (value, headers) in enumerate(kinds)
+    ]
+
+
+def _chain() -> TransformChain:
+    masked = PredicateSpec("masked", "has_header_key", "mask")
+    return TransformChain(
+        [
+            TransformSpec("t", "filter", TOMBSTONE),
+            TransformSpec("strip", "drop_headers", SECRET, headers=("secret", "trace")),
+            TransformSpec("m", "python", masked, function="batch_equivalence:mask"),
+            TransformSpec("tag", "insert_header", ORDERS, header="origin", value=b"A"),
+        ]
+    )
+
+
+def test_a_batch_gives_each_record_what_the_chain_gives_it_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steps over a batch's records at once, each only on the records its predicate picks: the same records, in
+    the same order, as the chain applied to each record on its own."""
+    _module(tmp_path, monkeypatch, "batch_equivalence", MASKING)
+    alone = [_chain().apply(record) for record in _batch_of_records()]
+    records = _batch_of_records()
+    chained = _chain().apply_batch(records, [r.offset for r in records], "A.orders", 0)
+    assert chained.records == [r for r in alone if r is not None]
+    assert chained.offsets == [r.offset for r in alone if r is not None] == [10, 12, 14, 15]
+    assert (chained.changed, chained.failed_at) == (True, None)
+
+
+def test_a_batch_nothing_changes_keeps_its_records_as_they_came(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _module(tmp_path, monkeypatch, "batch_equivalence", MASKING)
+    records = [MirrorRecord("A.other", 0, i, b"k", b"v", [("h", b"x")], 1_000) for i in range(3)]
+    chained = _chain().apply_batch(records, [0, 1, 2], "A.other", 0)
+    assert chained.changed is False
+    assert all(kept is given for kept, given in zip(chained.records, records, strict=True))
+
+
+def test_a_transform_failing_inside_a_batch_keeps_the_records_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Python step picks 12 and 13 (`mask` header) and fails on 13: 10 and 11, which it does not pick, and 12
+    go on through the rest of the chain; nothing from 13 on is kept."""
+    _module(tmp_path, monkeypatch, "batch_equivalence", MASKING)
+    values = [b"a", b"b", b"c", b"fail", b"d"]
+    records = [
+        MirrorRecord("A.orders", 0, 10 + i, b"k", value, [("mask", b"1")] if i in (2, 3) else [], 1_000)
+        for i, value in enumerate(values)
+    ]
+    chained = _chain().apply_batch(records, [r.offset for r in records], "A.orders", 0)
+    assert [(r.offset, r.value, r.headers[-1]) for r in chained.records] == [
+        (10, b"a", ("origin", b"A")),
+        (11, b"b", ("origin", b"A")),
+        (12, b"C", ("origin", b"A")),
+    ]
+    assert chained.failed_at == 13
+    assert "transform m (batch_equivalence:mask) raised ValueError: cannot mask" in (chained.failure or "")
+
+
 def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> None:
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
     monkeypatch.syspath_prepend(str(tmp_path))

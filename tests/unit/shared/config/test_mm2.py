@@ -222,6 +222,23 @@ def test_batch_forwarding_is_auto_by_default_and_can_be_forced_either_way() -> N
     assert str(error_of({"strait.copy.batches": "sometimes"})).startswith("strait.copy.batches='sometimes'")
 
 
+def test_forced_batch_forwarding_takes_transforms_and_provenance() -> None:
+    """Batches carry a flow's transforms and provenance headers (`services/data_mirror/reshape.py`)."""
+    config = parse_with(
+        {
+            "A->B.enabled": "true",
+            "A->B.strait.copy.batches": "on",
+            "A->B.transforms": "tag",
+            "A->B.transforms.tag.type": "org.apache.kafka.connect.transforms.InsertHeader",
+            "A->B.transforms.tag.header": "origin",
+            "A->B.transforms.tag.value.literal": "A",
+            "strait.provenance.enabled": "true",
+        }
+    )
+    flow = config.flow("A", "B")
+    assert (flow.settings.copy_batches, [t.alias for t in flow.transforms]) == ("on", ["tag"])
+
+
 def test_exactly_once_forwards_batches_too() -> None:
     forced = parse_with({"exactly.once.support": "enabled", "A->B.strait.copy.batches": "on"}).flow("A", "B")
     assert (forced.settings.exactly_once_enabled, forced.settings.copy_batches) == (True, "on")
