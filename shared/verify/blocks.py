@@ -110,6 +110,8 @@ class SourceCursor:
         """The rest of the block under way, taken: (offsets, digests)."""
         at = self._at
         self._at = len(self._digests)
+        if not at:
+            return self._offsets, self._digests
         return self._offsets[at:], self._digests[at:]
 
     def take_run(self, wanted: Sequence[int], start: int, below: int) -> tuple[list[int], list[int]]:
@@ -141,14 +143,16 @@ class RecentWindow:
     """The newest `size` verified source entries (a later target entry equal to one is a duplicate).
 
     Entries are verified in source order, so offsets only grow: a digest is in the window when the offset of its
-    newest verified copy is not older than the window's oldest entry. The index of newest copies is rebuilt from
-    the window when it has grown to twice its size (entries that left the window are dropped then)."""
+    newest verified copy is not older than the window's oldest entry. The index of newest copies is brought up to
+    date only when asked (a clean copy never asks: every target entry equals the next source entry), with the
+    entries added since; it is rebuilt from the window when it has grown to twice its size."""
 
     def __init__(self, size: int, entries: Iterable[Entry] = ()) -> None:
         self._size = size
         self._offsets: deque[int] = deque(maxlen=size)
         self._digests: deque[int] = deque(maxlen=size)
-        self._newest: dict[int, int] = {}  # digest -> offset of its newest verified copy
+        self._newest: dict[int, int] = {}  # digest -> offset of its newest verified copy (up to `_unindexed`)
+        self._unindexed = 0  # entries added (the newest ones) that `_newest` does not hold yet
         for entry in entries:
             self.add(entry.offset, entry.digest)
 
@@ -156,23 +160,26 @@ class RecentWindow:
         """One more verified entry."""
         self._offsets.append(offset)
         self._digests.append(digest)
-        self._newest[digest] = offset
-        self._trim()
+        self._unindexed += 1
 
     def extend(self, offsets: Sequence[int], digests: Sequence[int]) -> None:
         """A run of verified entries, in order."""
-        if len(digests) > self._size:
-            offsets, digests = offsets[len(offsets) - self._size :], digests[len(digests) - self._size :]
         self._offsets.extend(offsets)
         self._digests.extend(digests)
-        self._newest.update(zip(digests, offsets, strict=True))
-        self._trim()
+        self._unindexed += len(digests)
 
-    def _trim(self) -> None:
-        if len(self._newest) > 2 * self._size + 1_024:
+    def _index(self) -> None:
+        unindexed, self._unindexed = min(self._unindexed, len(self._digests)), 0
+        if len(self._newest) + unindexed > 2 * self._size + 1_024 or unindexed == len(self._digests):
             self._newest = dict(zip(self._digests, self._offsets, strict=True))
+            return
+        digests = list(islice(reversed(self._digests), unindexed))
+        offsets = list(islice(reversed(self._offsets), unindexed))
+        self._newest.update(zip(reversed(digests), reversed(offsets), strict=True))
 
     def __contains__(self, digest: object) -> bool:
+        if self._unindexed:
+            self._index()
         newest = self._newest.get(digest) if isinstance(digest, int) else None
         return newest is not None and bool(self._offsets) and newest >= self._offsets[0]
 
