@@ -135,12 +135,14 @@ def run(options: BenchOptions, verifications: Sequence[Verification], profile: d
         method=(
             "After each throughput copy above (or, with `--only verify`, each copy made for this section alone, the "
             "same data sets) reached its last record and the tool stopped, the benchmark runs `strait verify --json` "
-            "on the flow (in its own process, one partition after another): every source "
-            "record and every target record is read (read_committed) and compared by key, value, headers, timestamp "
-            "and order. *CPU s* is the verify process's CPU time while it verified (its client threads included, its "
-            "start-up not); "
-            "rates count what was read on both clusters, per CPU second. MM2 has no verifier; its copies are "
-            f"verified by the same engine. Medians over {options.repeats} runs per tool and record size."
+            "on the flow (in its own process, one partition after another): every source record and every target "
+            "record is read (read_committed, as record batches) and compared by key, value, headers, timestamp and "
+            "order; a target batch that holds its source batch's record bytes (a batch Strait forwarded as it was) is "
+            "compared whole, the others record by record. *CPU s* is the verify process's CPU time while it verified "
+            "(its fetch thread included, its start-up not); rates count the keys, values and headers read on both "
+            "clusters, per CPU second. MM2 has no verifier; its copies (batched anew by its producer, so compared "
+            f"record by record) are verified by the same engine. Medians over {options.repeats} runs per tool and "
+            "record size."
         ),
         headers=[
             "records",
