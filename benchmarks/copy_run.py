@@ -14,11 +14,11 @@ from typing import Any
 
 from benchmarks.committed_records import CommittedRecords
 from benchmarks.console import say
-from benchmarks.contenders import Mirror, MirrorSetup, open_mirror
+from benchmarks.contenders import STRAIT, Mirror, MirrorSetup, open_mirror
 from benchmarks.datasets import Dataset
 from benchmarks.lab import EndOffsets, Lab, delete_topics
 from benchmarks.usage import Usage, UsageSampler
-from benchmarks.verify_speed import verify_copy
+from benchmarks.verify_speed import profile_verify, verify_copy
 from shared.localkafka.cluster import ClusterAddress
 
 POLL_S = 0.1
@@ -133,6 +133,10 @@ def copy_topic(
         checked = verify_copy(config, setup.flow, dataset.topic, tool, dataset.label, dataset.records)
         lab.verifications.append(checked)
         say(f"{tool}: verified {checked.totals['verified']:,} in {checked.totals['wall_s']:.1f} s")
+        if lab.profile_wanted and lab.verify_profile is None and tool == STRAIT and dataset.label == "100 B":
+            say(f"{tool}: verifying the copy once more under py-spy (profile, not measured)")
+            profile = profile_verify(config, setup.flow, dataset.topic, run_dir)
+            lab.verify_profile = {"what": f"{dataset.label}, {tool}'s copy", **profile}
     if inspect is not None:
         inspect(remote)
     delete_topics(lab.target_admin(), [remote])

@@ -55,6 +55,7 @@ class Lab:
     usage: list[Usage] = field(default_factory=list)
     verifications: list[Verification] = field(default_factory=list)  # of finished throughput copies
     profile: dict[str, Any] | None = None
+    verify_profile: dict[str, Any] | None = None  # py-spy on one extra verification (section 1b's notes)
     _runs: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def aliases(self) -> tuple[str, str]:

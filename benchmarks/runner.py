@@ -1,6 +1,7 @@
 """Run the selected sections in order; a section that fails is reported as such, never stops the others.
 
-Sections 1-3 share one pair of clusters (the lab) and section 8 is computed from what 1 and 2 sampled;
+Sections 1-3 share one pair of clusters (the lab) and section 8 is computed from what 1 and 2 sampled; section 1b
+verifies section 1's copies, or, chosen without it, makes copies of its own in the lab (`verify_alone`);
 sections 4 to 7 live in their own modules (`run(options) -> Section`) and start whatever they need.
 """
 
@@ -11,6 +12,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 from benchmarks import (
     discovery,
@@ -21,6 +23,7 @@ from benchmarks import (
     spark_spread,
     throughput,
     transforms,
+    verify_alone,
     verify_speed,
     wan,
 )
@@ -49,6 +52,7 @@ TITLES = {
 }
 CHOICES = (
     "throughput",
+    "verify",
     "latency",
     "discovery",
     "failover",
@@ -98,21 +102,25 @@ def run_sections(options: BenchOptions, selected: Sequence[str], *, profile: boo
     outcomes: dict[str, Outcome] = {}
     usage: list[Usage] = []
     verifications: list[Verification] = []
-    in_lab = [key for key in selected if key in LAB_SECTIONS]
+    alone = "verify" in selected and "throughput" not in selected  # then section 1b makes its own copies
+    in_lab = [key for key in selected if key in LAB_SECTIONS or (key == "verify" and alone)]
+    verify_profile: dict[str, Any] | None = None
     if in_lab:
         began = time.monotonic()
         try:
             say("starting the source and target clusters")
             with open_lab(options, profile=profile) as lab:
                 for key in in_lab:
-                    outcomes[key] = attempt(key, partial(LAB_SECTIONS[key], options, lab))
+                    body = verify_alone.run if key == "verify" else LAB_SECTIONS[key]
+                    outcomes[key] = attempt(key, partial(body, options, lab))
                 usage = list(lab.usage)
                 verifications = list(lab.verifications)
+                verify_profile = lab.verify_profile
         except Exception as exc:  # the clusters did not start (or stop): every lab section is unmeasured
             for key in in_lab:
                 outcomes.setdefault(key, _failed(key, time.monotonic() - began, exc))
-    if "verify" in selected:
-        outcomes["verify"] = attempt("verify", partial(verify_speed.run, options, verifications))
+    if "verify" in selected and "verify" not in outcomes:
+        outcomes["verify"] = attempt("verify", partial(verify_speed.run, options, verifications, verify_profile))
     if "resources" in selected:
         if usage:
             outcomes["resources"] = attempt("resources", partial(resources.run, options, usage))

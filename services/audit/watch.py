@@ -21,7 +21,8 @@ from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import PartitionReader
 from shared.progress_store import ProgressFollower, load_progress
-from shared.verify.align import Entry, Frame, RangeAlignment, align_range
+from shared.verify.align import Frame, RangeAlignment, align_range
+from shared.verify.blocks import Entry
 from shared.verify.sync_index import SyncIndex
 
 AUDIT_READER_GROUP = "strait-audit"
@@ -173,8 +174,8 @@ class FlowAudit:
 
         def aligned_range(defer: bool) -> RangeAlignment:
             return align_range(
-                self._source.entries(topic, partition, watched.source_next, max(end, peek_to)),
-                self._target.entries(remote, partition, start, target_high),
+                self._source.blocks(topic, partition, watched.source_next, max(end, peek_to)),
+                self._target.blocks(remote, partition, start, target_high),
                 frame,
                 locate=locate,
                 window=self.limits.window,

@@ -72,8 +72,7 @@ class FlowRuntime:
             control_topic=CONTROL_TOPIC,
             exactly_once=settings.exactly_once_enabled,
             # batches (transforms and provenance included: `reshape`; exactly-once in the task's transaction)
-            copy_batches=settings.copy_batches == "on"
-            or settings.copy_batches == "auto",
+            copy_batches=settings.copy_batches == "on" or settings.copy_batches == "auto",
             offset_lag_max=settings.offset_lag_max,
             emit_offset_syncs=settings.emit_offset_syncs_enabled,
             reset_to_latest=consumer_props.get("auto.offset.reset", "earliest") == "latest",

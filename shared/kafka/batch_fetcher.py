@@ -111,6 +111,17 @@ class BatchFetcher:
         self._measuring.update({node: asyncio.ensure_future(self._measure(node)) for node in brokers})
         await asyncio.gather(*self._measuring.values())
 
+    async def add_topics(self, topics: Sequence[str]) -> None:
+        """Fetch `topics` too from now on: their metadata and leader epochs are read (a reader that goes topic by
+        topic, as the verifier does)."""
+        new = [topic for topic in topics if topic not in self._topics]
+        if not new:
+            return
+        self._topics += new
+        await self._client.set_topics(self._topics)
+        await self._refresh_epochs()
+        self.changes += 1
+
     async def close(self) -> None:
         for measuring in self._measuring.values():
             measuring.cancel()

@@ -190,10 +190,11 @@ class _PartitionCheck:
         frame = Frame(log_start=low, source_from=start, source_to=end, copied_to=copied_to)
         later = None  # a range ending before the source's end: what the target holds after it is not checked
         if end == high:
-            later = {entry.digest for entry in source.entries(topic, partition, high, self.source_end_now)}
+            newer = source.blocks(topic, partition, high, self.source_end_now)
+            later = {digest for block in newer for digest in block.digests()}
         result = align(
-            source.entries(topic, partition, start, end),
-            target.entries(remote, partition, target_start, target_high),
+            source.blocks(topic, partition, start, end),
+            target.blocks(remote, partition, target_start, target_high),
             frame,
             locate=locate,
             window=scope.window,

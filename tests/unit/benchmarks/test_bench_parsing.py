@@ -59,6 +59,7 @@ def test_only_selects_sections_in_report_order_and_adds_resources_to_measured_ru
     assert parse_only("discovery,throughput") == ["throughput", "verify", "discovery", "resources"]
     assert parse_only("latency") == ["latency", "resources"]
     assert parse_only("failover") == ["failover"]
+    assert parse_only("verify") == ["verify"]  # on its own it makes the copies it verifies
     assert parse_only("") == [
         "throughput",
         "verify",

@@ -1,12 +1,39 @@
-"""The record-by-record alignment of a source partition with its remote copy: each finding counted and placed."""
+"""The record-by-record alignment of a source partition with its remote copy: each finding counted and placed.
+
+Every test runs with the entries in blocks of several sizes (one entry per block is the record-by-record reading):
+the findings do not depend on how the records were batched.
+"""
 
 from __future__ import annotations
 
+import random
 from collections import deque
+from collections.abc import Iterable
+from typing import Any
 
-from shared.verify.align import Anchor, Entry, Frame, align, align_range
+import pytest
+
+from shared.verify import align as aligning
+from shared.verify.align import Alignment, Anchor, Frame, RangeAlignment
+from shared.verify.blocks import Entry, blocks_of
 from shared.verify.findings import AlteredRecord, OffsetRange
 from shared.verify.sync_index import PartitionLocator
+
+_sizes = (1, 1)  # entries per block on the source and on the target, set per test by `block_sizes`
+
+
+@pytest.fixture(autouse=True, params=[(1, 1), (3, 5), (7, 2), (1_000, 1_000)], ids=lambda sizes: f"blocks{sizes}")
+def block_sizes(request: pytest.FixtureRequest) -> None:
+    global _sizes
+    _sizes = request.param
+
+
+def align(source: Iterable[Entry], target: Iterable[Entry], frame: Frame, **options: Any) -> Alignment:
+    return aligning.align(blocks_of(source, _sizes[0]), blocks_of(target, _sizes[1]), frame, **options)
+
+
+def align_range(source: Iterable[Entry], target: Iterable[Entry], frame: Frame, **options: Any) -> RangeAlignment:
+    return aligning.align_range(blocks_of(source, _sizes[0]), blocks_of(target, _sizes[1]), frame, **options)
 
 
 def source(first: int, end: int) -> list[Entry]:
@@ -226,3 +253,87 @@ def test_a_record_another_producer_appended_after_the_last_copy_is_unexpected() 
     assert (found.verified, found.unexpected, found.unexpected_offsets) == (100, 1, [100])
     copied_meanwhile = align(records, copied(source(0, 101)), frame(), locate=lambda _t: (0, 0), later={1100})
     assert (copied_meanwhile.verified, copied_meanwhile.unexpected) == (100, 0)  # a later source record's copy
+
+
+def _scenario(seed: int) -> tuple[list[Entry], list[Entry], Frame, dict[str, Any]]:
+    """A source partition and a copy with every kind of damage at random: gaps, replays, changed records, foreign
+    records, identical records, a trimmed source, syncs or none, a small read-ahead window."""
+    rng = random.Random(seed)
+    size = rng.randint(0, 120)
+    digests = [rng.choice([1000 + offset, 7, 8]) if rng.random() < 0.05 else 1000 + offset for offset in range(size)]
+    records = [Entry(offset, digest) for offset, digest in enumerate(digests)]
+    copy: list[int] = []  # digests in target order
+    syncs: list[Anchor] = []
+    at = 0
+    while at < size:
+        step = rng.randint(1, 15)
+        kind = rng.random()
+        if kind < 0.55:
+            syncs.append((at, len(copy)))
+            copy += digests[at : at + step]
+            at += step
+        elif kind < 0.65:
+            at += step  # lost on the target
+        elif kind < 0.75:
+            back = max(0, at - step)
+            syncs.append((back, len(copy)))
+            copy += digests[back:at]  # replayed
+        elif kind < 0.85:
+            copy += [rng.randint(1, 5) for _ in range(rng.randint(1, 3))]  # changed or foreign
+            at += rng.randint(0, 2)
+        else:
+            copy.append(digests[at] + 1)  # one record changed
+            at += 1
+    target = [Entry(offset, digest) for offset, digest in enumerate(copy)]
+    log_start = rng.choice([0, 0, rng.randint(0, max(0, size // 3))])
+    source_from = rng.choice([log_start, rng.randint(log_start, max(log_start, size // 2))])
+    source_to = rng.choice([size, rng.randint(source_from, size)]) if size else 0
+    copied_to = rng.choice([None, source_to, rng.randint(0, size)])
+    options: dict[str, Any] = {"window": rng.choice([2, 5, 40, 1_000])}
+    if syncs and rng.random() < 0.7:
+        options["locate"] = PartitionLocator.of(syncs)
+    if source_to == size and rng.random() < 0.5:
+        options["later"] = {rng.randint(1, 5)}
+    frame = Frame(log_start=log_start, source_from=source_from, source_to=source_to, copied_to=copied_to)
+    return [r for r in records if r.offset >= source_from], target, frame, options
+
+
+def _plain(found: Alignment) -> tuple[Any, ...]:
+    return (
+        found.verified,
+        found.missing.finish(),
+        found.altered,
+        found.altered_records,
+        found.duplicates,
+        found.duplicate_offsets,
+        found.unexpected,
+        found.unexpected_offsets,
+        found.expired.finish(),
+        found.source_gone,
+        found.not_yet_copied,
+    )
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_findings_are_the_same_in_blocks_of_any_size_as_one_record_at_a_time(seed: int) -> None:
+    source, target, frame_, options = _scenario(seed)
+    one_by_one = aligning.align(blocks_of(source, 1), blocks_of(target, 1), frame_, **options)
+    assert _plain(align(source, target, frame_, **options)) == _plain(one_by_one)
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_ranges_find_the_same_in_blocks_of_any_size_as_one_record_at_a_time(seed: int) -> None:
+    source, target, whole, options = _scenario(seed)
+    options.pop("later", None)
+    options.setdefault("locate", lambda _offset: None)
+    cut = (whole.source_from + whole.source_to) // 2
+    first_half = Frame(whole.log_start, whole.source_from, cut, cut)
+
+    def summary(ranged: RangeAlignment) -> tuple[Any, ...]:
+        return _plain(ranged.found), ranged.next_target_offset, ranged.next_source_offset, list(ranged.recent)
+
+    for defer in (True, False):
+        one_by_one = aligning.align_range(
+            blocks_of(source, 1), blocks_of(target, 1), first_half, defer=defer, **options
+        )
+        assert summary(align_range(source, target, first_half, defer=defer, **options)) == summary(one_by_one)
