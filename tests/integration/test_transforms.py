@@ -271,15 +271,21 @@ def test_insert_header_fails_mm2_as_documented_and_strait_adds_the_header_keepin
     assert copied == expected, "every record, in order, its headers kept and the new one last"
 
 
-@pytest.mark.parametrize("copy_batches", ["on", "off"], ids=["batches", "records"])
+@pytest.mark.parametrize(
+    ("copy_batches", "exactly_once"),
+    [("on", False), ("off", False), ("on", True)],
+    ids=["batches", "records", "batches-exactly-once"],
+)
 def test_a_record_the_chain_changes_and_one_it_drops_are_checked_by_offset(
-    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str, exactly_once: bool
 ) -> None:
     """Tombstones dropped, `secret` stripped where present, `origin` added to every record: each target record is
     its source record changed as the chain says, at the target offset its source offset maps to across the gaps
     the dropped records leave, and every offset sync pairs the two (a group committed at a dropped record resumes
-    at the copy of the next one). Batch by batch, and record by record where a flow falls back to it."""
-    topic = f"by-offset-{copy_batches}-{unique}"
+    at the copy of the next one). Batch by batch, and record by record where a flow falls back to it; exactly-once,
+    the transactions' markers take offsets of their own on the target, so a copy's offset is read back (committed
+    records only) and the syncs must pair each source record with it."""
+    topic = f"by-offset-{copy_batches}{'-eos' if exactly_once else ''}-{unique}"
     make_topic(cluster_a.client_properties(), topic)
     make_topic(cluster_b.client_properties(), f"A.{topic}")
     producer = confluent_producer(cluster_a.client_properties(), **{"enable.idempotence": True, "linger.ms": 20})
@@ -303,22 +309,29 @@ def test_a_record_the_chain_changes_and_one_it_drops_are_checked_by_offset(
         "predicates": "isTombstone",
         "predicates.isTombstone.type": CONNECT + "predicates.RecordIsTombstone",
     }
-    config = write_mm2_config(
-        tmp_path / "mm2.properties",
-        {"A": cluster_a, "B": cluster_b},
-        {"A->B": _strait_flow(topic, chain, copy_batches)},
-    )
+    flow = _strait_flow(topic, chain, copy_batches) | ({"exactly.once.support": "enabled"} if exactly_once else {})
+    config = write_mm2_config(tmp_path / "mm2.properties", {"A": cluster_a, "B": cluster_b}, {"A->B": flow})
     kept = [i for i in range(RECORDS) if i not in dropped]
-    copies = {source: target for target, source in enumerate(kept)}
+    remote, committed = f"A.{topic}", "read_committed"
+    b = cluster_b.client_properties()
     stores: list[OffsetSyncStore] = []
     with ServiceProcess("data_mirror", config, tmp_path) as mirror:
-        wait_until(lambda: _copied(cluster_b, f"A.{topic}", 1) >= len(kept), 180, f"{len(kept)} records copied")
+        if exactly_once:  # the end offsets count the markers too: what a read_committed reader sees is counted
+            wait_until(lambda: len(consume_to_end(b, remote, isolation_level=committed)) >= len(kept), 180, "copies")
+            copies = {
+                int((r.key or b"k-1")[1:]): r.offset for r in consume_to_end(b, remote, isolation_level=committed)
+            }
+        else:
+            wait_until(lambda: _copied(cluster_b, remote, 1) >= len(kept), 180, f"{len(kept)} records copied")
+            copies = {source: target for target, source in enumerate(kept)}
         last = RECORDS - 1
         wait_until(lambda: _synced(stores, cluster_a, topic, copies, last), 60, "the last record's offset sync")
         assert mirror.stop() == 0
     store = stores[-1]
-    copied = consume_to_end(cluster_b.client_properties(), f"A.{topic}")
+    copied = consume_to_end(b, remote, isolation_level=committed)
     assert [(r.offset, r.key) for r in copied] == [(copies[i], f"k{i}".encode()) for i in kept]
+    if exactly_once:
+        assert len(consume_to_end(b, remote)) == len(kept), "nothing written outside the committed transactions"
     for record in copied:
         source = int((record.key or b"k-1")[1:])
         assert record.value == f"v{source}".encode()
