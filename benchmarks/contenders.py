@@ -32,6 +32,10 @@ STRAIT, MM2 = "Strait", "MM2"
 SPARK_JVM, WORKERS = "Spark JVM", "Spark Python workers"  # process roles below data-mirror
 TOOLS = (STRAIT, MM2)
 _PR_SET_PDEATHSIG = 1
+# What Connect logs when a task fails for good ("... Task is being killed and will not recover until manually
+# restarted"); a line is never split across two reads of a log written line by line, but a read may end inside one,
+# hence the shorter marker
+TASK_FAILED = b"will not recover until manually"
 MM2_HEAP_MB = 1024  # every record passes through MM2's heap (Strait's driver JVM, 512 MiB, never holds one)
 
 # Identical for both tools: the target producer (batching and delivery guarantees). Compression stays at
@@ -268,9 +272,10 @@ class Mm2Mirror:
     tool = MM2
 
     def __init__(self, config: Path, run_dir: Path, target_alias: str) -> None:
-        self.process = MirrorMakerProcess(
-            config, log_path=run_dir / "mirror-maker.log", clusters=[target_alias], heap_mb=MM2_HEAP_MB
-        )
+        self.log_path = run_dir / "mirror-maker.log"
+        self.process = MirrorMakerProcess(config, log_path=self.log_path, clusters=[target_alias], heap_mb=MM2_HEAP_MB)
+        self._log_read = 0
+        self._task_failed = False
 
     def start(self) -> None:
         """Start the MM2 JVM."""
@@ -283,8 +288,21 @@ class Mm2Mirror:
         return UsageSampler(self.tool, scenario, {"MM2": pid}, lambda _r, _p, _root: "MM2 JVM").start()
 
     def alive(self) -> bool:
-        """True while the JVM runs."""
-        return self.process.is_running()
+        """True while the JVM runs and none of its tasks failed for good (Connect leaves a failed task dead until it
+        is restarted by hand: MM2 then copies nothing more of its partitions, while the JVM runs on)."""
+        return self.process.is_running() and not self._a_task_failed()
+
+    def _a_task_failed(self) -> bool:
+        if not self._task_failed:
+            try:
+                with open(self.log_path, "rb") as log:
+                    log.seek(self._log_read)
+                    written = log.read()
+            except OSError:
+                return False
+            self._log_read += len(written)
+            self._task_failed = TASK_FAILED in written
+        return self._task_failed
 
     def log_tail(self) -> str:
         """The end of MM2's log."""

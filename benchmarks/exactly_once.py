@@ -9,6 +9,7 @@ interval is part of its time, as it is for an application reading the target.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from benchmarks.copy_run import CopyResult, copy_topic
 from benchmarks.datasets import Dataset, fill_topic
 from benchmarks.lab import Lab, make_topics
 from benchmarks.model import BenchOptions, Section
+from benchmarks.scale import attempt_measure
 from benchmarks.tables import median, num
 
 KEY = "exactly_once"
@@ -62,6 +64,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
     """Per case and repeat, each (tool, mode) copies the filled topic (the order rotating per repeat); each copy is
     verified record by record (no duplicate may be there in exactly-once) before its remote topic is deleted."""
     found: list[EosRun] = []
+    failures: list[str] = []
     for case in cases(options.quick):
         data = case.data
         make_topics(lab.source_admin(), [data.topic], data.partitions)
@@ -70,24 +73,28 @@ def run(options: BenchOptions, lab: Lab) -> Section:
         for repeat in range(options.repeats):
             order = case.runs[repeat % len(case.runs) :] + case.runs[: repeat % len(case.runs)]
             for tool, mode in order:
-                say(f"exactly-once: {tool} {mode}, {data.partitions} partitions")
-                copied = copy_topic(
+                what = f"{tool} {mode}, {data.partitions} partitions"
+                say(f"exactly-once: {what}")
+                copy = functools.partial(
+                    copy_topic,
                     lab,
                     tool,
                     data,
-                    timeout_s=900 + data.records / 100,
+                    timeout_s=600 + data.records / 100,
                     verify=True,
                     exactly_once=mode == EOS,
                     read_committed=True,
                 )
-                found.append(EosRun(copied, tool, mode, data.partitions))
-    return section(options, found)
+                copied = attempt_measure(failures, what, repeat, copy)
+                if copied is not None:
+                    found.append(EosRun(copied, tool, mode, data.partitions))
+    return section(options, found, failures)
 
 
-def section(options: BenchOptions, runs: list[EosRun]) -> Section:
-    """Medians per (partitions, tool, mode), and the ratios the goals name."""
+def section(options: BenchOptions, runs: list[EosRun], failures: list[str]) -> Section:
+    """Medians per (partitions, tool, mode), and the ratios the goals name; copies that failed are named."""
     rows: list[list[str]] = []
-    notes: list[str] = []
+    notes: list[str] = list(failures)
     rates: dict[tuple[int, str, str], float] = {}
     for partitions in sorted({r.partitions for r in runs}):
         for tool, mode in sorted({(r.tool, r.mode) for r in runs if r.partitions == partitions}):
