@@ -268,3 +268,49 @@ def test_one_module_decides_whether_a_batch_goes_as_it_is() -> None:
         if call.split(".")[-1] == "why_not_forwardable"
     )
     assert callers == ["services/data_mirror/forwarding.py"], callers
+
+
+# Whose private members tests leave alone, and which tests: the copy task's behaviour is reached through the
+# copiers' and the loop's public methods, the task loop itself and the pure decisions (STYLE.md, "One decision,
+# one home"); a test driving private methods broke with every refactoring and checked steps, not outcomes.
+ENCAPSULATED = {
+    "services/data_mirror/batch_copy.py": "BatchCopier",
+    "services/data_mirror/record_copy.py": "RecordCopier",
+    "services/data_mirror/task_loop.py": "TaskLoop",
+    "shared/kafka/batch_producer.py": "BatchProducer",
+}
+OUTCOME_TESTS = ("tests/unit/services/data_mirror", "tests/unit/shared/kafka")
+
+
+def _private_members(tree: ast.Module, name: str) -> set[str]:
+    """The underscore names class `name` defines: its methods and properties, and the attributes it sets on self."""
+    found: set[str] = set()
+    for cls in (node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name):
+        for node in ast.walk(cls):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                found.add(node.attr)
+    return {member for member in found if member.startswith("_") and not member.startswith("__")}
+
+
+def test_tests_reach_the_copiers_the_task_loop_and_the_batch_producer_through_public_members_only() -> None:
+    """No test under tests/unit/services/data_mirror or tests/unit/shared/kafka uses a private member of
+    BatchCopier, RecordCopier, TaskLoop or BatchProducer (a fake's own `self._x` is its business)."""
+    private: set[str] = set()
+    for relative, name in ENCAPSULATED.items():
+        private |= _private_members(ast.parse((ROOT / relative).read_text(), relative), name)
+    assert {"_take_landed", "_advance_idle_positions", "_link"} <= private, "the scan finds the members"
+    used = sorted(
+        (path.relative_to(ROOT).as_posix(), node.lineno, node.attr)
+        for folder in OUTCOME_TESTS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute)
+        and node.attr in private
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+    )
+    where = [f"{path}:{line}: {member}" for path, line, member in used]
+    assert where == [], "reach the behaviour through public methods, the task loop or a pure decision:\n" + "\n".join(
+        where
+    )

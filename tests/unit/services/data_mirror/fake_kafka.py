@@ -14,6 +14,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from services.data_mirror.task_clients import TaskClients
+from shared.records import OffsetSync
+from shared.records.offset_sync import SYNC_SEGMENT_HEADER, SyncSegment
 from shared.records.progress import Progress, ProgressKey, decode_progress_record
 
 
@@ -261,6 +263,17 @@ def read_progress(cluster: FakeCluster, topic: str, flow: str) -> dict[tuple[str
         if key.flow == flow:
             progress[(key.topic, key.partition)] = decode_progress_record(record.value)
     return progress
+
+
+def offset_syncs(cluster: FakeCluster, topic: str) -> list[tuple[OffsetSync, SyncSegment]]:
+    """The offset syncs written to `topic`, in order, each with its segment (which stretch of copying it is in)."""
+    found = []
+    for record in cluster.committed(topic, 0):
+        assert record.key is not None
+        assert record.value is not None
+        segment = SyncSegment.decode(dict(record.headers or [])[SYNC_SEGMENT_HEADER])
+        found.append((OffsetSync.decode(record.key, record.value), segment))
+    return found
 
 
 def fake_clients(

@@ -5,65 +5,54 @@ exact, and what cannot be merged (a large batch, a gap, another codec, the targe
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
 from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from services.data_mirror.batch_copy import BatchCopier
 from services.data_mirror.forwarding import SMALL_BATCH_BYTES, SMALL_BATCH_RECORDS
-from services.data_mirror.partition_copy import Clock, PartitionCopy
-from services.data_mirror.sync_rules import SyncTracker
-from shared.kafka.batch_fetcher import PartitionFetch
-from shared.kafka.batch_producer import OutgoingBatch
-from tests.unit.services.data_mirror.test_copy_task import _spec
+from tests.unit.services.data_mirror.fake_batch_link import (
+    KEY,
+    REMOTE,
+    FakeSource,
+    FakeTarget,
+    batch_spec,
+    open_copier,
+    steps_until,
+)
 from tests.unit.shared.kafka.test_record_batches import LZ4
 from tests.unit.shared.kafka.test_record_batches import _batch as stored_batch
-
-KEY = ("orders", 0)
-
-
-class Sent:
-    """The link's producer as the task sees it: what was queued for the target, in order."""
-
-    def __init__(self) -> None:
-        self.batches: list[OutgoingBatch] = []
-
-    def send(self, batch: OutgoingBatch) -> None:
-        self.batches.append(batch)
-
-
-@dataclasses.dataclass
-class Link:
-    producer: Sent = dataclasses.field(default_factory=Sent)
-    read_committed: bool = False
 
 
 def forward(
     fetched: bytes, *, max_record_bytes: int | None = 1_000_000, batch_size: int | None = None
-) -> tuple[list[OutgoingBatch], int]:
-    """Feed one fetch of partition 0 to a batch-forwarding task from offset 0: what it queued, where it goes on."""
-    spec = _spec(1)
-    work = dataclasses.replace(spec.partitions[0], max_record_bytes=max_record_bytes)
+) -> tuple[list[bytes], int]:
+    """A batch-forwarding copy of partition 0 from offset 0, whose first fetch brings `fetched`: the batches the
+    target wrote, in order, and where the copier reads next once the target acknowledged every record."""
     producer = {} if batch_size is None else {"batch.size": str(batch_size)}
-    spec = dataclasses.replace(spec, partitions=(work,), copy_batches=True, target_producer=producer)
-    task = BatchCopier(spec, None, Clock(3600))  # type: ignore[arg-type]
-    part = PartitionCopy(work, None, 0, SyncTracker(100), task.clock)
-    part.position = 0
-    task.assign({KEY: part})
-    fetching = task.fetching[KEY]
-    link: Any = Link()
-    task.link = link
-    task._forward_batches(part, fetching, PartitionFetch(0, 0, -1, -1, 0, [], fetched))
-    return link.producer.batches, fetching.position
+    spec = batch_spec(max_record_bytes=max_record_bytes, target_producer=producer)
+    source, target = FakeSource({KEY: fetched}), FakeTarget()
+
+    async def copy() -> int:
+        copier = await open_copier(spec, source, target)
+        last = source.log_of(KEY).end - 1
+        await steps_until(copier, lambda: copier.parts[KEY].acked == last, 200)
+        position = copier.positions()[KEY].next_offset
+        await copier.close()
+        assert position is not None
+        return position
+
+    position = asyncio.run(copy())
+    return target.log(REMOTE, 0).batches, position
 
 
-def records(batch: OutgoingBatch) -> list[tuple[Any, ...]]:
-    return [(r.key, r.value, r.timestamp, list(r.headers)) for r in DefaultRecordBatch(bytes(batch.payload))]
+def records(batch: bytes) -> list[tuple[Any, ...]]:
+    return [(r.key, r.value, r.timestamp, list(r.headers)) for r in DefaultRecordBatch(batch)]
 
 
-def upstream(batch: OutgoingBatch) -> list[int]:
-    return list(batch.note[1])
+def upstream(batch: bytes) -> list[int]:
+    """The source offsets of a written batch's records (each record's key names its offset)."""
+    return [int(bytes(r.key or b"")[1:]) for r in DefaultRecordBatch(batch)]
 
 
 def source_records(*stored: bytes) -> list[tuple[Any, ...]]:
@@ -83,7 +72,7 @@ def test_compressed_small_batches_merge_in_their_codec() -> None:
     stored = [stored_batch(base, 3, compression=LZ4) for base in range(0, 30, 3)]
     sent, _ = forward(b"".join(stored))
     assert len(sent) == 1
-    assert DefaultRecordBatch(bytes(sent[0].payload)).compression_type == LZ4
+    assert DefaultRecordBatch(sent[0]).compression_type == LZ4
     assert records(sent[0]) == source_records(*stored)
 
 
@@ -124,7 +113,7 @@ def test_merged_batches_stay_within_the_targets_max_message_bytes() -> None:
     limit = 3 * len(stored[0])
     sent, _ = forward(b"".join(stored), max_record_bytes=limit)
     assert len(sent) > 1
-    assert all(len(batch.payload) <= limit for batch in sent)
+    assert all(len(batch) <= limit for batch in sent)
     assert [offset for batch in sent for offset in upstream(batch)] == list(range(80))
     assert [record for batch in sent for record in records(batch)] == source_records(*stored)
 

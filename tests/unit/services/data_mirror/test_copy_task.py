@@ -15,7 +15,6 @@ from services.data_mirror.task_entry import task_loop
 from services.data_mirror.task_loop import TaskLoop
 from services.data_mirror.work import PartitionWork, TaskSpec
 from shared.config.transforms import PredicateSpec, TransformSpec
-from shared.records import OffsetSync
 from shared.records.progress import decode_progress_record
 from shared.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 from tests.unit.services.data_mirror.fake_kafka import (
@@ -25,6 +24,7 @@ from tests.unit.services.data_mirror.fake_kafka import (
     FakeProducer,
     Record,
     fake_clients,
+    offset_syncs,
     read_progress,
 )
 
@@ -83,13 +83,7 @@ def _values(cluster: FakeCluster, partition: int) -> list[bytes | None]:
 
 
 def _syncs(cluster: FakeCluster) -> list[tuple[int, int, int]]:
-    out = []
-    for record in cluster.committed(SYNCS, 0):
-        assert record.key is not None
-        assert record.value is not None
-        sync = OffsetSync.decode(record.key, record.value)
-        out.append((sync.partition, sync.upstream_offset, sync.downstream_offset))
-    return out
+    return [(sync.partition, sync.upstream_offset, sync.downstream_offset) for sync, _ in offset_syncs(cluster, SYNCS)]
 
 
 def test_copies_every_record_commits_the_next_position_and_syncs_the_run() -> None:
