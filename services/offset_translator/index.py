@@ -71,8 +71,15 @@ class TranslatorIndex:
         # each target cluster's DR states and reports
         self.progress: dict[FlowKey, dict[tuple[str, int], Progress]] = {key: {} for key in self.flows}
         self.dr: dict[str, DrView] = {}
+        # When a status record was last read per cluster (index clock): the translator's own status arrives there
+        # every status_interval_s, so a long silence means the feeds lost the cluster (the cockpit says stale).
+        self.status_read_ms: dict[str, int] = {}
 
     # -- lookups ---------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        """The index's clock (epoch ms): the API's."""
+        return self._clock()
+
     def cluster(self, alias: str) -> ReplicationPolicy:
         """The policy reading topic names on `alias`; UnknownClusterError if the config has no such cluster."""
         policy = self.cluster_policies.get(alias)
@@ -178,6 +185,8 @@ class TranslatorIndex:
             self._ahead("status", status.ts, instance=status.instance)
             self.statuses.apply_status(cluster, status)
         self.records_read["status"] += len(records)
+        if records:
+            self.status_read_ms[cluster] = self._clock()
 
     def on_heartbeat_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
         """Remember the newest mirrored heartbeat of the flow; one stamped too far ahead is never the newest."""
