@@ -93,7 +93,7 @@ def judge(
     warn = []
     if stale is not None:
         warn.append(f"stale: {stale}")
-    if status.state == "degraded":
+    if status.state == "degraded" and (status.last_errors or not down):  # a missing data-mirror says it already
         warn.append(f"degraded: {status.last_errors[0]}" if status.last_errors else "degraded")
     if status.stalled_partitions:
         warn.append(f"{len(status.stalled_partitions)} partitions stalled")
