@@ -47,8 +47,10 @@ def feed_states(
 
 
 def audit_figures(instances: Iterable[InstanceSummary]) -> AuditFigures | None:
-    """The live audit instances' figures together, or None when no audit reports for the flow."""
-    found = [i.details for i in instances if i.service == "audit" and not i.stale and "verified" in i.details]
+    """The live audit instances' figures together (their status details' `audit`, `AuditTotals.details`), or None
+    when no audit reports figures for the flow."""
+    reported = [i.details.get("audit") for i in instances if i.service == "audit" and not i.stale]
+    found = [figures for figures in reported if isinstance(figures, dict) and "verified" in figures]
     if not found:
         return None
     counts = {key: sum(_int(details.get(key)) for details in found) for key in _AUDIT_COUNTS}

@@ -254,6 +254,7 @@ def test_a_flows_page_lists_a_thousand_partitions_and_filters_them(cockpit: Cock
     page.locator("#groups button", has_text="Show").first.click()
     expect(page.locator("#group-offsets tbody tr")).to_have_count(ORDERS_PARTITIONS, timeout=30_000)
     expect(page.locator("svg.chart path.series").first).to_be_attached(timeout=30_000)
+    expect(page.locator("#audit")).to_contain_text("records verified", timeout=60_000)
     page.screenshot(path=str(shots / "flow.png"), full_page=True)
 
 

@@ -35,6 +35,8 @@ function failure(error) {
   return h("p", { class: "bad-text", role: "alert" }, why);
 }
 
+let shownReport = null; // the id of the report an action just showed: the newest report below would repeat it
+
 function actionBlock(base, flowName, kind, out, onDone) {
   const { fields, body } = options(kind);
   const busy = h("span", { class: "muted", "aria-live": "polite" });
@@ -51,7 +53,10 @@ function actionBlock(base, flowName, kind, out, onDone) {
     try {
       const report = await post(`${base}/dr/${kind}`, body(dryRun));
       fill(out, renderReport(report, dryRun ? `${kind}-plan` : `${kind}-report`));
-      if (!dryRun) onDone();
+      if (!dryRun) {
+        shownReport = report.id;
+        onDone();
+      }
     } catch (error) {
       fill(out, failure(error));
     } finally {
@@ -69,6 +74,7 @@ function actionBlock(base, flowName, kind, out, onDone) {
 }
 
 export function renderDr(main, source, target, alive) {
+  shownReport = null;
   const base = flowPath(source, target);
   const name = `${source}->${target}`;
   const state = h("div", { id: "dr-state" });
@@ -79,7 +85,8 @@ export function renderDr(main, source, target, alive) {
     fill(state, dr.state
       ? h("p", {}, `State: `, h("strong", {}, dr.state.state), ` since ${when(dr.state.ts)} (${dr.state.action ?? "–"} by ${dr.state.by || "–"})`)
       : h("p", {}, "State: active (no disaster-recovery action has run)."));
-    fill(last, dr.last_report ? [h("h2", {}, "Newest report"), renderReport(dr.last_report, "last-report")] : null);
+    const repeat = dr.last_report && dr.last_report.id === shownReport;
+    fill(last, dr.last_report && !repeat ? [h("h2", {}, "Newest report"), renderReport(dr.last_report, "last-report")] : null);
   };
   const runCheck = async () => {
     fill(check, h("p", { class: "muted" }, "checking…"));

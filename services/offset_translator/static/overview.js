@@ -18,7 +18,8 @@ function row(flow) {
     "tr",
     { class: `flow ${flow.health}`, "data-flow": flow.flow, "data-health": flow.health },
     h("th", { scope: "row" }, h("a", { href: link }, flow.flow)),
-    h("td", {}, badge(flow.health), flow.stale ? h("span", { class: "badge stale" }, "stale") : null),
+    h("td", { class: "health" }, badge(flow.health), flow.stale ? h("span", { class: "badge stale" }, "stale") : null,
+      flow.reasons.length ? h("ul", { class: "reasons" }, flow.reasons.map((r) => h("li", {}, r))) : null),
     h("td", {}, flow.state),
     h("td", { class: "num" }, num(flow.topics)),
     h("td", { class: "num" }, num(flow.records_mirrored)),
@@ -27,14 +28,13 @@ function row(flow) {
     h("td", { class: "num" }, secs(flow.heartbeat_age_s), flow.latency_ms !== null ? ` (${millis(flow.latency_ms)})` : ""),
     h("td", { class: "num" }, secs(flow.checkpoint_age_s), flow.groups ? ` · ${num(flow.groups)} groups` : ""),
     h("td", {}, audit(flow)),
-    h("td", { class: "reasons" }, flow.reasons.length ? h("ul", {}, flow.reasons.map((r) => h("li", {}, r))) : "–"),
   );
 }
 
 export function renderOverview(main, alive) {
   const body = h("tbody", { id: "flows" });
-  const heads = ["flow", "health", "state", "topics", "records copied", "records behind", "seconds behind (RPO)",
-    "heartbeat age (latency)", "newest checkpoint", "audit", "what is wrong"];
+  const heads = ["flow", "health, and what is wrong", "state", "topics", "records copied", "records behind",
+    "seconds behind (RPO)", "heartbeat age (latency)", "newest checkpoint", "audit"];
   fill(
     main,
     h("h1", {}, "Replication overview"),
@@ -47,6 +47,6 @@ export function renderOverview(main, alive) {
   const unsubscribe = subscribe((overview) => {
     if (!alive()) return unsubscribe();
     const flows = [...overview.flows].sort((a, b) => ORDER[a.health] - ORDER[b.health] || a.flow.localeCompare(b.flow));
-    fill(body, flows.length ? flows.map(row) : h("tr", {}, h("td", { colspan: 11 }, "No flows served.")));
+    fill(body, flows.length ? flows.map(row) : h("tr", {}, h("td", { colspan: 10 }, "No flows served.")));
   });
 }

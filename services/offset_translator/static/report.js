@@ -10,6 +10,20 @@ function table(id, caption, heads, rows) {
       h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: heads.length }, "none")))));
 }
 
+const POINTS_SHOWN = 20;
+
+function pointsCaption(count) {
+  const shown = count > POINTS_SHOWN ? `, the ${POINTS_SHOWN} most behind shown (GET …/dr has every one)` : "";
+  return `Failover points: ${count} partitions${shown}`;
+}
+
+/** The partitions the failover left most behind: the ones an operator looks at; all of them are in the API. */
+function mostBehind(points) {
+  return [...points]
+    .sort((a, b) => (b.records_behind ?? 0) - (a.records_behind ?? 0) || a.topic.localeCompare(b.topic) || a.partition - b.partition)
+    .slice(0, POINTS_SHOWN);
+}
+
 export function renderReport(report, id) {
   const mode = report.planned ? "planned" : "unplanned";
   const what = report.dry_run ? "plan (dry run): nothing changed" : `report ${report.id}`;
@@ -33,9 +47,9 @@ export function renderReport(report, id) {
         report.tail.map((t) => h("tr", {}, h("td", {}, t.topic), h("td", { class: "num" }, t.partition), h("td", { class: "num" }, t.first),
           h("td", { class: "num" }, t.end), h("td", { class: "num" }, num(t.records)), h("td", {}, t.choice))))
       : null,
-    table(`${id}-points`, `Failover points: ${report.points.length} partitions`,
+    table(`${id}-points`, pointsCaption(report.points.length),
       ["topic", "partition", "remote topic", "first source offset not copied", "target end", "records behind"],
-      report.points.slice(0, 200).map((p) => h("tr", {}, h("td", {}, p.topic), h("td", { class: "num" }, p.partition), h("td", {}, p.remote_topic),
+      mostBehind(report.points).map((p) => h("tr", {}, h("td", {}, p.topic), h("td", { class: "num" }, p.partition), h("td", {}, p.remote_topic),
         h("td", { class: "num" }, p.source_offset), h("td", { class: "num" }, p.target_offset), h("td", { class: "num" }, num(p.records_behind))))),
     report.notes.length ? h("ul", { class: "notes" }, report.notes.map((n) => h("li", {}, n))) : null);
 }

@@ -48,7 +48,7 @@ async def test_a_flow_whose_data_mirror_stopped_reporting_is_down_and_says_why()
     app = build_app()
     _status(app, "data-mirror", age_s=45, records_mirrored=10)
     _status(app, "topic-sync")
-    _status(app, "audit", verified=70, missing=0, altered=0, unexpected=0, duplicates=0, losses=[])
+    _status(app, "audit", audit={"verified": 70, "missing": 0, "altered": 0, "losses": []})
     body = (await _get(app, "/v1/cockpit/overview")).json()
     (flow,) = body["flows"]
     assert flow["health"] == "down"
@@ -72,7 +72,7 @@ async def test_records_lost_by_the_audit_put_the_flow_down_with_the_offsets() ->
     app = build_app()
     _status(app, "data-mirror")
     loss = "orders-0 missing 10-19 (10)"
-    _status(app, "audit", verified=5, missing=10, altered=0, unexpected=0, duplicates=0, losses=[loss])
+    _status(app, "audit", audit={"verified": 5, "missing": 10, "altered": 0, "unexpected": 0, "losses": [loss]})
     (flow,) = (await _get(app, "/v1/cockpit/overview")).json()["flows"]
     assert flow["health"] == "down"
     assert flow["audit"]["losses"] == [loss]
