@@ -5,6 +5,7 @@ import { askToken } from "./dialogs.js";
 
 const KEY = "strait.cockpit.token";
 const listeners = new Set();
+let declined = false; // the operator cancelled the question for a read: polls stop asking until "Token…"
 let reachable = { ok: true, since: null, error: null };
 
 export class ApiError extends Error {
@@ -20,6 +21,14 @@ export function token() {
 
 export function forgetToken() {
   sessionStorage.removeItem(KEY);
+}
+
+/** Ask for the token now (the "Token…" button); true when one was given. */
+export async function enterToken() {
+  const typed = await askToken("Reads this translator protects, and every action, need its token.");
+  if (typed) sessionStorage.setItem(KEY, typed);
+  declined = false;
+  return Boolean(typed);
 }
 
 /** Called with {ok, since, error} whenever the translator starts or stops answering. */
@@ -65,14 +74,18 @@ async function problem(response) {
   }
 }
 
-/** The JSON answer, asking for the token once on a 401; ApiError otherwise. */
+/** The JSON answer, asking for the token on a 401 (an action always; a read until the operator declined once);
+ * ApiError otherwise. */
 export async function request(method, path, body) {
   let response = await send(method, path, body);
-  if (response.status === 401) {
+  if (response.status === 401 && (method !== "GET" || !declined)) {
     const typed = await askToken(await problem(response));
     if (typed) {
       sessionStorage.setItem(KEY, typed);
+      declined = false;
       response = await send(method, path, body);
+    } else if (method === "GET") {
+      declined = true;
     }
   }
   if (!response.ok) throw new ApiError(response.status, await problem(response));

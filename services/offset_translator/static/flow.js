@@ -116,8 +116,7 @@ export function renderFlow(main, source, target, alive) {
     fill(audit, auditSection(flow));
   });
   every(3000, async () => {
-    await partitions.refresh();
-    const page = await get(`${base}/partitions?limit=1`);
+    const page = await partitions.refresh();
     fill(topics, h("table", { class: "grid", id: "topic-table" },
       h("thead", {}, h("tr", {}, ["topic", "records behind", "seconds behind", "partitions behind"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, page.topics.map((t) => h("tr", {}, h("td", {}, t.topic), h("td", { class: "num" }, num(t.records)),

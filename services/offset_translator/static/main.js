@@ -1,6 +1,6 @@
 // The cockpit's entry: a hash router over three pages (overview, a flow, its disaster recovery) and the live feed.
 
-import { forgetToken, token } from "./api.js";
+import { enterToken, forgetToken, token } from "./api.js";
 import { fill, h } from "./dom.js";
 import { renderDr } from "./dr.js";
 import { renderFlow } from "./flow.js";
@@ -17,6 +17,7 @@ function navigation(overview) {
     links.push(h("li", {}, h("a", { href: `${base}/dr` }, `${flow.flow} DR`)));
   }
   links.push(
+    h("li", {}, h("button", { type: "button", id: "enter-token", onclick: enterToken }, "Token…")),
     h("li", {}, h("button", { type: "button", id: "forget-token", disabled: !token(), onclick: onForget }, "Forget token")),
   );
   fill(document.getElementById("nav"), links);

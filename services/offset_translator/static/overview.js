@@ -26,7 +26,7 @@ function row(flow) {
     h("td", { class: "num" }, num(flow.rpo_records)),
     h("td", { class: "num" }, secs(flow.rpo_seconds)),
     h("td", { class: "num" }, secs(flow.heartbeat_age_s), flow.latency_ms !== null ? ` (${millis(flow.latency_ms)})` : ""),
-    h("td", { class: "num" }, secs(flow.checkpoint_age_s), flow.groups ? ` · ${num(flow.groups)} groups` : ""),
+    h("td", { class: "num" }, secs(flow.checkpoint_age_s), flow.groups ? ` · ${num(flow.groups)} group${flow.groups === 1 ? "" : "s"}` : ""),
     h("td", {}, audit(flow)),
   );
 }

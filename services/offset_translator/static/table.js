@@ -4,7 +4,7 @@ import { fill, h, num } from "./dom.js";
 
 /**
  * columns: [{key, label, sortable, numeric, cell(row)}]; load({q, sort, desc, offset, limit}) resolves with
- * {rows, matched, total}. Returns {element, refresh()}.
+ * {rows, matched, total}. Returns {element, refresh()}; refresh resolves with what `load` gave.
  */
 export function pagedTable({ id, caption, columns, load, limit = 50, sort = null, filterLabel = "Filter" }) {
   const state = { q: "", sort, desc: false, offset: 0, limit };
@@ -63,6 +63,7 @@ export function pagedTable({ id, caption, columns, load, limit = 50, sort = null
       : `0 of ${num(page.total)}`);
     prev.disabled = state.offset === 0;
     next.disabled = last >= page.matched;
+    return page;
   }
 
   header();
