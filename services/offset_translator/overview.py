@@ -90,11 +90,10 @@ def judge(
     losses = []
     if audit is not None and (audit.missing or audit.altered):
         losses.append(f"audit: {audit.missing:,} records missing, {audit.altered:,} altered")
+    stale_reasons = [f"stale: {stale}"] if stale is not None else []
     if status.dr_state == "failed-over":  # stopped on purpose: data-mirror's silence is expected, not a fault
-        return "failed-over", ["failed over: nothing is copied until a failback", *losses]
-    warn = []
-    if stale is not None:
-        warn.append(f"stale: {stale}")
+        return "failed-over", ["failed over: nothing is copied until a failback", *losses, *stale_reasons]
+    warn = list(stale_reasons)
     if status.state == "degraded" and (status.last_errors or not down):  # a missing data-mirror says it already
         warn.append(f"degraded: {status.last_errors[0]}" if status.last_errors else "degraded")
     if status.stalled_partitions:

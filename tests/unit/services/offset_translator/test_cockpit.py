@@ -89,6 +89,7 @@ async def test_a_target_not_read_lately_makes_its_flows_stale() -> None:
     assert feed["reason"] == "nothing read from cluster B for 9 s"
     assert body["flows"][0]["stale"]
     assert body["flows"][0]["health"] == "warn"
+    assert body["flows"][0]["reasons"] == ["stale: nothing read from cluster B for 9 s"]
 
 
 async def test_partitions_are_filtered_sorted_and_paged_on_the_server() -> None:
