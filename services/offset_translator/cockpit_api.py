@@ -25,20 +25,17 @@ Limit = Annotated[int, Query(ge=1, le=cockpit_pages.MAX_PAGE, description="rows 
 Filter = Annotated[str, Query(max_length=200, description="only rows whose name contains this (any case)")]
 
 
-def _unreachable(request: Request) -> dict[str, float]:
-    service = request.app.state.service
-    return service.unreachable() if service is not None else {}
-
-
 @status.get("/v1/cockpit/overview", response_model=Overview, operation_id="cockpitOverview", responses=responses())
 async def cockpit_overview(index: IndexDep, now_ms: NowMs, settings: SettingsDep, request: Request) -> Overview:
     """Every flow's health, recovery point, liveness and audit, and whether the translator still reads its clusters."""
+    service = request.app.state.service  # None when the app serves an index filled some other way (tests)
     return overview.overview(
         index,
         now_ms,
         stale_after_s=settings.status_stale_after_s,
         feed_stale_after_s=settings.feed_stale_after_s,
-        unreachable=_unreachable(request),
+        unreachable=service.unreachable() if service is not None else {},
+        fetched=service.fetched_ms() if service is not None else {},
     )
 
 

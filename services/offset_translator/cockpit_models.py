@@ -38,8 +38,8 @@ class FeedState(BaseModel):
     stale: bool
     reason: str | None = Field(description="why the data from this cluster is stale")
     last_read_age_s: float | None = Field(
-        description="seconds since a status record was last read there (the translator's own comes every "
-        "status_interval_s); null before the first"
+        description="seconds since the cluster last answered the translator's fetch of its status topic (one every "
+        "half second, records or none); null before the first"
     )
     unreachable_since_ms: int | None = Field(description="when the cluster stopped answering the translator's probe")
 

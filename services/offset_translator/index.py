@@ -71,9 +71,6 @@ class TranslatorIndex:
         # each target cluster's DR states and reports
         self.progress: dict[FlowKey, dict[tuple[str, int], Progress]] = {key: {} for key in self.flows}
         self.dr: dict[str, DrView] = {}
-        # When a status record was last read per cluster (index clock): the translator's own status arrives there
-        # every status_interval_s, so a long silence means the feeds lost the cluster (the cockpit says stale).
-        self.status_read_ms: dict[str, int] = {}
 
     # -- lookups ---------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -185,8 +182,6 @@ class TranslatorIndex:
             self._ahead("status", status.ts, instance=status.instance)
             self.statuses.apply_status(cluster, status)
         self.records_read["status"] += len(records)
-        if records:
-            self.status_read_ms[cluster] = self._clock()
 
     def on_heartbeat_records(self, flow: FlowKey, records: Sequence[FollowedRecord]) -> None:
         """Remember the newest mirrored heartbeat of the flow; one stamped too far ahead is never the newest."""

@@ -19,21 +19,27 @@ _AUDIT_COUNTS = ("verified", "missing", "altered", "unexpected", "duplicates", "
 
 
 def feed_states(
-    index: TranslatorIndex, now_ms: int, *, stale_after_s: float, unreachable: Mapping[str, float]
+    index: TranslatorIndex,
+    now_ms: int,
+    *,
+    stale_after_s: float,
+    unreachable: Mapping[str, float],
+    fetched: Mapping[str, int],
 ) -> list[FeedState]:
-    """Each followed cluster: stale when its probe finds it gone, or (a target) when no status arrived lately."""
+    """Each followed cluster: stale when its probe finds it gone, or (a target) when the translator's fetches there
+    went unanswered for `stale_after_s` (`fetched`: when each target last answered one, epoch ms)."""
     targets = {flow.target for flow in index.flows.values()}
     followed = sorted(targets | {flow.offset_syncs_cluster for flow in index.flows.values()})
     states = []
     for cluster in followed:
-        read_ms = index.status_read_ms.get(cluster)
+        read_ms = fetched.get(cluster)
         age_s = None if read_ms is None else round(max(0.0, (now_ms - read_ms) / 1000), 1)
         since = unreachable.get(cluster)
         reason = None
         if since is not None:
             reason = f"the translator cannot reach cluster {cluster}"
         elif cluster in targets and age_s is not None and age_s > stale_after_s:
-            reason = f"nothing read from cluster {cluster} for {age_s:.0f} s"
+            reason = f"cluster {cluster} has not answered the translator's reads for {age_s:.0f} s"
         states.append(
             FeedState(
                 cluster=cluster,
@@ -157,9 +163,10 @@ def overview(
     stale_after_s: float,
     feed_stale_after_s: float,
     unreachable: Mapping[str, float],
+    fetched: Mapping[str, int],
 ) -> Overview:
     """Every served flow, and the feeds (a flow whose target's feed is stale says so)."""
-    feeds = feed_states(index, now_ms, stale_after_s=feed_stale_after_s, unreachable=unreachable)
+    feeds = feed_states(index, now_ms, stale_after_s=feed_stale_after_s, unreachable=unreachable, fetched=fetched)
     lost = {feed.cluster: feed.reason for feed in feeds if feed.stale}
     flows = [
         cockpit_flow(index, source, target, now_ms, stale_after_s=stale_after_s, stale=lost.get(target))

@@ -55,7 +55,8 @@ class TranslatorService(Service):
         super().__init__()
         self._settings = settings
         self.index = index
-        self._followers = build_followers(index, flows, self._follow_failed)
+        feeds = build_followers(index, flows, self._follow_failed)
+        self._followers, self._status_followers = feeds.followers, feeds.status
         self._listed = {alias: cluster.admin_props() for alias, cluster in config.clusters.items()}
         self._topic_admins: dict[str, TopicAdmin] = {}
         self._flows = flows
@@ -128,6 +129,10 @@ class TranslatorService(Service):
     def unreachable(self) -> dict[str, float]:
         """Clusters of the served flows that did not answer the last probe: alias -> since when (epoch s)."""
         return self._watch.unreachable()
+
+    def fetched_ms(self) -> dict[str, int]:
+        """Per target cluster, when it last answered the translator's fetch of its status topic (epoch ms)."""
+        return {cluster: f.fetched_ms for cluster, f in self._status_followers.items() if f.fetched_ms is not None}
 
     async def _sample_history(self) -> None:
         self.history.sample(self.index, self.index.now_ms(), stale_after_s=self._settings.status_stale_after_s)

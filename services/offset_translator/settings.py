@@ -62,10 +62,10 @@ class TranslatorSettings(ServiceSettings):
     status_interval_s: float = Field(default=5.0, gt=0, description="how often the translator reports its own status")
     topology_refresh_s: float = Field(default=10.0, gt=0, description="how often topic names are listed per cluster")
     feed_stale_after_s: float = Field(
-        default=20.0,
+        default=10.0,
         gt=0,
-        description="the cockpit calls a target's data stale when no status record was read there for this long (the "
-        "translator's own arrives every status_interval_s)",
+        description="the cockpit calls a target's data stale when the translator's fetches there went unanswered this "
+        "long (a follower fetches every half second, records or none)",
     )
     history_interval_s: float = Field(
         default=10.0, ge=0.5, description="how often the cockpit's chart samples each flow (the last hour is kept)"
