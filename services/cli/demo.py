@@ -172,6 +172,8 @@ class Demo:
         )
         for service in late:
             say(f"      {service.name:<17} not ready after {READY_TIMEOUT_S}s; carrying on (see {service.log_path})")
+        if (url := self._translator_url()) is not None:
+            say(f"      cockpit: {url}/ui/ (open it in a browser: health, RPO, the audit, failover)")
 
     # -- show --------------------------------------------------------------------------------------------
     def _translator_url(self) -> str | None:
@@ -204,6 +206,7 @@ class Demo:
         header = {alias: cluster.bootstrap_servers for alias, cluster in self.clusters.items()}
         flow = self.config.enabled_flows[0] if self.config else None
         header["translator"] = url
+        header["cockpit"] = f"{url}/ui/" if self._translator_url() else "-"
         if flow is not None:
             header["try"] = (
                 f"strait translate --translator {url} --group {DEMO_GROUP} --from {flow.source} --to {flow.target}"

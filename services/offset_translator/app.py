@@ -11,10 +11,11 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 
-from services.offset_translator import api, dr_api, ops, problems
+from services.offset_translator import api, cockpit_api, dr_api, ops, problems, ui
 from services.offset_translator.auth import TokenCheck, is_loopback, refuse_unprotected_failover, require_token
 from services.offset_translator.failover import FailoverExecutor
 from services.offset_translator.guard import UNSAFE_METHODS, RequestGuard
+from services.offset_translator.history import HistoryRing
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.metrics import IndexCollector, MetricsMiddleware, TranslatorMetrics
 from services.offset_translator.models import Problem
@@ -28,17 +29,18 @@ from shared.flow_selection import selected_flows
 
 API_VERSION = "1.0.0"
 _log = structlog.get_logger("strait-offset-translator")
-# Routes are tried in this order: the hot path (offsets) first, so it matches at the first attempt.
-_FAMILIES: dict[str, APIRouter] = {
-    "offsets": api.offsets,
-    "flows": api.flows,
-    "translate": api.translate,
-    "topology": api.topology,
-    "status": api.status,
-    "failover": api.failover,
-    "rpo": dr_api.rpo,
-    "dr": dr_api.dr,
-    "metrics": ops.metrics,
+# Routes are tried in this order: the hot path (offsets) first, so it matches at the first attempt. The cockpit's
+# JSON joins the family of the data it shows.
+_FAMILIES: dict[str, tuple[APIRouter, ...]] = {
+    "offsets": (api.offsets,),
+    "flows": (api.flows, cockpit_api.flows),
+    "translate": (api.translate,),
+    "topology": (api.topology,),
+    "status": (api.status, cockpit_api.status),
+    "failover": (api.failover,),
+    "rpo": (dr_api.rpo, cockpit_api.rpo),
+    "dr": (dr_api.dr,),
+    "metrics": (ops.metrics,),
 }
 
 
@@ -129,6 +131,8 @@ def create_app(
     app.state.index = index
     app.state.offsets_json = GroupOffsetsJson(index.checkpoints)
     app.state.service = service
+    app.state.history = service.history if service is not None else HistoryRing(settings.history_interval_s)
+    app.state.ui_files = ui.UiFiles.load()
     app.state.registry = registry
     app.state.clock = clock
     app.state.token_check = token_check
@@ -144,15 +148,17 @@ def create_app(
             why="no token, and the translator is reachable beyond loopback: set STRAIT_TRANSLATOR_TOKEN",
         )
     app.state.dr_actions = dr_api.DrActions(config, max_wait_s=settings.dr_max_wait_s)
-    for family, router in _FAMILIES.items():
-        if token_check.is_protected(family):
-            app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))
-        elif family == "failover" and open_failover_refused:
-            refused = [Depends(refuse_unprotected_failover)]
-            app.include_router(router, dependencies=refused, responses=problems.responses(403))
-        else:
-            app.include_router(router)
+    for family, routers in _FAMILIES.items():
+        for router in routers:
+            if token_check.is_protected(family):
+                app.include_router(router, dependencies=[Depends(require_token)], responses=problems.responses(401))
+            elif family == "failover" and open_failover_refused:
+                refused = [Depends(refuse_unprotected_failover)]
+                app.include_router(router, dependencies=refused, responses=problems.responses(403))
+            else:
+                app.include_router(router)
     app.include_router(ops.probes)
+    app.include_router(ui.router)
     app.add_middleware(
         RequestGuard,
         token_check=token_check,

@@ -36,6 +36,7 @@ class CheckpointIndex:
         self._order: dict[tuple[FlowKey, str], list[PartitionKey]] = {}
         # Bumped by every checkpoint of the group: lets readers cache what they derive from it.
         self._versions: dict[tuple[FlowKey, str], int] = {}
+        self._newest_ms: dict[FlowKey, int] = {}  # the newest checkpoint's timestamp per flow (its freshness)
 
     def apply(self, flow: FlowKey, checkpoint: Checkpoint, timestamp_ms: int) -> None:
         """Record `checkpoint` as the latest for its group and partition on `flow`."""
@@ -46,6 +47,8 @@ class CheckpointIndex:
             self._count[flow] = self._count.get(flow, 0) + 1
             self._order.pop((flow, checkpoint.group), None)
         partitions[key] = IndexedCheckpoint(checkpoint, timestamp_ms)
+        if timestamp_ms > self._newest_ms.get(flow, -1):
+            self._newest_ms[flow] = timestamp_ms
         version_key = (flow, checkpoint.group)
         self._versions[version_key] = self._versions.get(version_key, 0) + 1
 
@@ -74,6 +77,10 @@ class CheckpointIndex:
     def group_count(self, flow: FlowKey) -> int:
         """How many groups have checkpoints on `flow`."""
         return len(self._flows.get(flow, {}))
+
+    def newest_ms(self, flow: FlowKey) -> int | None:
+        """Timestamp of the newest checkpoint of any group on `flow`, or None before the first."""
+        return self._newest_ms.get(flow)
 
     def checkpoint_count(self, flow: FlowKey) -> int:
         """How many group-partitions have a checkpoint on `flow`."""

@@ -7,11 +7,40 @@ figures are the last known and say since when.
 
 from __future__ import annotations
 
+from services.offset_translator.flows import FlowKey
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.models import FlowDr, FlowRpo, PartitionRpo
 from shared.dr.records import RpoSummary
 from shared.dr.rpo import PartitionLag, summarize
 from shared.flow_status import summarize_flow
+from shared.partition_key import PartitionKey
+
+
+def partition_lags(index: TranslatorIndex, flow: FlowKey) -> dict[PartitionKey, PartitionLag]:
+    """Each copied partition's position against the source's end as data-mirror's tasks last saw it."""
+    return {
+        key: PartitionLag(
+            key[0],
+            key[1],
+            entry.next_offset,
+            entry.report.end_offset if entry.report is not None else None,
+            entry.report.behind_since_ms if entry.report is not None else None,
+        )
+        for key, entry in index.progress[flow].items()
+    }
+
+
+def partition_row(index: TranslatorIndex, flow: FlowKey, lag: PartitionLag, now_ms: int) -> PartitionRpo:
+    """One partition as the API shows it."""
+    return PartitionRpo(
+        topic=lag.topic,
+        partition=lag.partition,
+        next_offset=lag.next_offset,
+        end_offset=lag.end_offset,
+        records=lag.records,
+        seconds=lag.seconds(now_ms),
+        as_of_ms=index.progress[flow][(lag.topic, lag.partition)].written_ms,
+    )
 
 
 def flow_rpo(index: TranslatorIndex, source: str, target: str, now_ms: int, *, partitions: bool) -> FlowRpo:
@@ -20,35 +49,13 @@ def flow_rpo(index: TranslatorIndex, source: str, target: str, now_ms: int, *, p
     progress = index.progress[flow.key]
     status = summarize_flow(source, target, index.statuses.statuses(target), now_ms=now_ms)
     reported = status.rpo
-    lags = {
-        key: PartitionLag(
-            key[0],
-            key[1],
-            entry.next_offset,
-            entry.report.end_offset if entry.report is not None else None,
-            entry.report.behind_since_ms if entry.report is not None else None,
-        )
-        for key, entry in progress.items()
-    }
+    lags = partition_lags(index, flow.key)
     note = None
     as_of, reachable = _freshness(reported, max((p.written_ms or 0 for p in progress.values()), default=0) or None)
     if reported is None:
         note = "no data-mirror reports for this flow: the figures are as of its last committed positions"
     summary = summarize(lags.values(), now_ms=now_ms, as_of_ms=as_of, source_reachable=reachable)
-    rows = None
-    if partitions:
-        rows = [
-            PartitionRpo(
-                topic=key[0],
-                partition=key[1],
-                next_offset=lag.next_offset,
-                end_offset=lag.end_offset,
-                records=lag.records,
-                seconds=lag.seconds(now_ms),
-                as_of_ms=progress[key].written_ms,
-            )
-            for key, lag in sorted(lags.items())
-        ]
+    rows = [partition_row(index, flow.key, lag, now_ms) for _, lag in sorted(lags.items())] if partitions else None
     return FlowRpo(
         flow=flow.name,
         source=source,

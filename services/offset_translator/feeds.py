@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import partial
+from typing import NamedTuple
 
 from services.offset_translator.index import TranslatorIndex
 from shared.config import FlowConfig
@@ -27,11 +28,18 @@ def _follower(
     return TopicFollower(props, topic, handle, on_caught_up=on_caught_up, on_error=partial(on_error, where))
 
 
-def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_error: ErrorSink) -> list[TopicFollower]:
+class Feeds(NamedTuple):
+    """Every follower, and the status topic's per target cluster (whose fetches say whether the cluster is read)."""
+
+    followers: list[TopicFollower]
+    status: dict[str, TopicFollower]
+
+
+def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_error: ErrorSink) -> Feeds:
     """Per flow: checkpoints, mirrored heartbeats and data-mirror's progress on the target, offset syncs where they
     live; per target cluster: the status and DR topics."""
     followers: list[TopicFollower] = []
-    status_clusters: set[str] = set()
+    status: dict[str, TopicFollower] = {}
     for config in flows:
         flow = index.flows[(config.source, config.target)]
         target_props = config.target_consumer_props()
@@ -68,12 +76,12 @@ def build_followers(index: TranslatorIndex, flows: tuple[FlowConfig, ...], on_er
                 on_error,
             ),
         ]
-        if flow.target not in status_clusters:
-            status_clusters.add(flow.target)
+        if flow.target not in status:
+            status[flow.target] = _follower(
+                target_props, STATUS_TOPIC, flow.target, partial(index.on_status_records, flow.target), on_error
+            )
             followers += [
-                _follower(
-                    target_props, STATUS_TOPIC, flow.target, partial(index.on_status_records, flow.target), on_error
-                ),
+                status[flow.target],
                 _follower(target_props, DR_TOPIC, flow.target, partial(index.on_dr_records, flow.target), on_error),
             ]
-    return followers
+    return Feeds(followers, status)

@@ -73,6 +73,10 @@ class TranslatorIndex:
         self.dr: dict[str, DrView] = {}
 
     # -- lookups ---------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        """The index's clock (epoch ms): the API's."""
+        return self._clock()
+
     def cluster(self, alias: str) -> ReplicationPolicy:
         """The policy reading topic names on `alias`; UnknownClusterError if the config has no such cluster."""
         policy = self.cluster_policies.get(alias)

@@ -10,6 +10,7 @@ from typing import Any
 
 from services.offset_translator.feeds import build_followers
 from services.offset_translator.flows import ServedFlow, cluster_policy
+from services.offset_translator.history import HistoryRing
 from services.offset_translator.index import TranslatorIndex
 from services.offset_translator.settings import TranslatorSettings
 from shared.cluster_watch import ClusterWatch
@@ -54,7 +55,8 @@ class TranslatorService(Service):
         super().__init__()
         self._settings = settings
         self.index = index
-        self._followers = build_followers(index, flows, self._follow_failed)
+        feeds = build_followers(index, flows, self._follow_failed)
+        self._followers, self._status_followers = feeds.followers, feeds.status
         self._listed = {alias: cluster.admin_props() for alias, cluster in config.clusters.items()}
         self._topic_admins: dict[str, TopicAdmin] = {}
         self._flows = flows
@@ -69,6 +71,7 @@ class TranslatorService(Service):
         self._watch = ClusterWatch.for_flows(flows)
         self._listing_errors: dict[str, str] = {}
         self._follow_errors: dict[str, tuple[str, float]] = {}
+        self.history = HistoryRing(settings.history_interval_s)
 
     async def on_start(self) -> None:
         """Start following every topic and the periodic listing and status work."""
@@ -87,6 +90,7 @@ class TranslatorService(Service):
             self.spawn(follower.run(), f"follow:{follower.topic}")
         self.every(self._settings.topology_refresh_s, self._list_topics, "list-topics")
         self.every(self._settings.status_interval_s, self._report, "status")
+        self.every(self._settings.history_interval_s, self._sample_history, "history")
 
     async def on_stop(self) -> None:
         """Publish a final "stopped" status (bounded), then close the publishers."""
@@ -121,6 +125,17 @@ class TranslatorService(Service):
         """Ready once every served flow's checkpoints and offset syncs were read to their end."""
         ready, details = super().readiness()
         return ready and self.index.loaded, {**details, "loading": self.index.loading()}
+
+    def unreachable(self) -> dict[str, float]:
+        """Clusters of the served flows that did not answer the last probe: alias -> since when (epoch s)."""
+        return self._watch.unreachable()
+
+    def fetched_ms(self) -> dict[str, int]:
+        """Per target cluster, when it last answered the translator's fetch of its status topic (epoch ms)."""
+        return {cluster: f.fetched_ms for cluster, f in self._status_followers.items() if f.fetched_ms is not None}
+
+    async def _sample_history(self) -> None:
+        self.history.sample(self.index, self.index.now_ms(), stale_after_s=self._settings.status_stale_after_s)
 
     def _follow_failed(self, where: str, error: KafkaOperationError) -> None:
         self.record_error(f"follow {where}", error)

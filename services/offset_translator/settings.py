@@ -61,6 +61,15 @@ class TranslatorSettings(ServiceSettings):
     status_stale_after_s: float = Field(default=30.0, gt=0)
     status_interval_s: float = Field(default=5.0, gt=0, description="how often the translator reports its own status")
     topology_refresh_s: float = Field(default=10.0, gt=0, description="how often topic names are listed per cluster")
+    feed_stale_after_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="the cockpit calls a target's data stale when the translator's fetches there went unanswered this "
+        "long (a follower fetches every half second, records or none)",
+    )
+    history_interval_s: float = Field(
+        default=10.0, ge=0.5, description="how often the cockpit's chart samples each flow (the last hour is kept)"
+    )
     failover_timeout_s: float = Field(default=30.0, gt=0, description="deadline of each admin call of a failover")
     dr_max_wait_s: float = Field(
         default=600.0,

@@ -124,6 +124,9 @@ class TopicFollower(_RetryingFollower):
         self._on_caught_up = on_caught_up
         self._next_offset: int | None = None
         self._caught_up = asyncio.Event()
+        # When the broker last answered a fetch of the partition (epoch ms), records or none: a follower whose
+        # cluster went away stops moving it, though it keeps polling.
+        self.fetched_ms: int | None = None
 
     @property
     def caught_up(self) -> bool:
@@ -161,6 +164,7 @@ class TopicFollower(_RetryingFollower):
                     partition, timeout_ms=self._poll_timeout_ms, max_records=MAX_RECORDS_PER_BATCH
                 )
                 records = batches.get(partition)
+                self.fetched_ms = consumer.last_poll_timestamp(partition) or self.fetched_ms
                 if records:
                     self._handle(
                         [FollowedRecord(r.offset, r.key, r.value, r.timestamp, r.topic, r.headers) for r in records],

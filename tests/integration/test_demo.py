@@ -61,6 +61,9 @@ def test_demo_mirrors_the_sample_topics_and_leaves_nothing_running(kafka_runtime
     flow_totals = re.findall(r"A->B \w+: topics [\d,-]+, records mirrored ([\d,]+)", result.stdout)
     assert flow_totals, "the status view never showed records mirrored for A->B"
     assert int(flow_totals[-1].replace(",", "")) > 0
+    assert re.search(r"cockpit: http://127\.0\.0\.1:\d+/ui/ ", result.stdout), "the demo names the cockpit's URL"
+    raw = [line for line in output.splitlines() if re.match(r"%\d\|", line)]
+    assert raw == [], f"librdkafka's own lines reached the demo's console: {raw[:3]}"
     assert "stopped; nothing left running" in result.stdout
     assert left == [], f"processes the demo started are still alive: {left}"
     kept = re.search(r"logs and config kept in (\S+)", result.stdout)
