@@ -1,10 +1,12 @@
 """Entry point of the `strait` command."""
 
 from services.cli.app import app
+from shared.kafka.factories import quiet_client_info
 
 
 def main() -> None:
-    """Run the `strait` command."""
+    """Run the `strait` command (its console shows no librdkafka info lines; the demo's neither)."""
+    quiet_client_info()
     app()
 
 

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from shared.errors import ConfigError
-from shared.kafka import client_names
+from shared.kafka import client_names, factories
 from shared.kafka.client_props import to_aiokafka, to_librdkafka
 from shared.kafka.factories import aiokafka_kwargs, confluent_consumer, confluent_producer, librdkafka_config
 
@@ -146,3 +146,13 @@ def test_every_client_is_named_after_the_process_and_its_role_unless_the_user_na
     users = {**plain, "client.id": "team-quota"}  # the user's id wins: client quotas are set by it
     assert librdkafka_config(users, "producer", **{"client.id": purpose})["client.id"] == "team-quota"
     assert aiokafka_kwargs(users, "consumer", client_id="lease-1")["client_id"] == "team-quota"
+
+
+def test_a_console_process_builds_clients_that_write_no_librdkafka_info_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo and the `strait` command: a destroyed client's "Purging 1 unserved events from background queue"
+    (info, syslog level 6) reached the demo's console every minute or so; notices and worse still show."""
+    props = {"bootstrap.servers": "127.0.0.1:1"}
+    monkeypatch.setattr(factories, "_log_level", None)  # (undone after the test: the process's setting)
+    assert "log_level" not in librdkafka_config(props, "admin"), "a service keeps librdkafka's own default (info)"
+    factories.quiet_client_info()
+    assert librdkafka_config(props, "admin")["log_level"] == 5
