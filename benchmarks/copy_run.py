@@ -16,12 +16,13 @@ from benchmarks.committed_records import CommittedRecords
 from benchmarks.console import say
 from benchmarks.contenders import STRAIT, Mirror, MirrorSetup, open_mirror
 from benchmarks.datasets import Dataset
-from benchmarks.lab import EndOffsets, Lab, delete_topics
+from benchmarks.lab import EndOffsets, Lab, RemoteEnds, create_topics, delete_topics, wait_until
 from benchmarks.usage import Usage, UsageSampler
 from benchmarks.verify_speed import profile_verify, verify_copy
 from shared.localkafka.cluster import ClusterAddress
 
 POLL_S = 0.1
+REMOTE_LOGS_TIMEOUT_S = 300
 Attach = Callable[[Mirror], Callable[[], None]]  # called once the tool started; returns what to call at the end
 
 
@@ -69,6 +70,7 @@ def copy_topic(
     exactly_once: bool = False,
     read_committed: bool = False,
     inspect: Callable[[str], None] | None = None,
+    remote_made_first: bool = False,
 ) -> CopyResult:
     """Mirror the already filled dataset topic with `tool` on a fresh flow; raise if it does not finish in time.
     With `verify`, the finished copy is verified (`strait verify`'s engine) before its remote topic goes.
@@ -77,7 +79,9 @@ def copy_topic(
     `exactly_once`: both tools deliver exactly once. `read_committed` (implied by `exactly_once`): progress is what
     a read_committed consumer of the remote topic received (an exactly-once copy's end offsets count its
     transaction markers and open transactions), not the end offsets. `inspect`: called with the remote topic's name
-    once the tool stopped, before the topic goes."""
+    once the tool stopped, before the topic goes. `remote_made_first`: the remote topic is made, and every log of it
+    answers, before the tool starts (as section 9 does: at many partitions a target makes its logs one by one, and
+    that time is the broker's, not the tool's)."""
     source_alias, target_alias = lab.aliases()
     setup = MirrorSetup(
         source_alias,
@@ -91,6 +95,8 @@ def copy_topic(
     run_dir = lab.run_dir(f"{source_alias}-{tool.lower()}-{dataset.topic}")
     mirror = open_mirror(tool, setup, source or lab.source, lab.target, run_dir)
     remote = f"{source_alias}.{dataset.topic}"
+    if remote_made_first:
+        make_remote_topic(lab, remote, dataset.partitions)
     target = lab.target.client_properties()
     probe: EndOffsets | CommittedRecords = (
         CommittedRecords(target, remote, dataset.partitions)
@@ -143,3 +149,10 @@ def copy_topic(
     assert first is not None
     say(f"{tool}: first record after {first:.1f} s, last after {now:.1f} s")
     return CopyResult(tool, dataset, first, now, usage)
+
+
+def make_remote_topic(lab: Lab, remote: str, partitions: int) -> None:
+    """Create `remote` on the target and wait until the broker made every log (each partition answers)."""
+    create_topics(lab.target_admin(), [remote], partitions)
+    ends = RemoteEnds(lab.target.client_properties(), [remote], partitions)
+    wait_until(lambda: len(ends.ends()) == partitions, REMOTE_LOGS_TIMEOUT_S, f"the target's logs of {remote}")

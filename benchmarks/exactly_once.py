@@ -84,6 +84,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
                     verify=True,
                     exactly_once=mode == EOS,
                     read_committed=True,
+                    remote_made_first=True,
                 )
                 copied = attempt_measure(failures, what, repeat, copy)
                 if copied is not None:
@@ -133,7 +134,8 @@ def section(options: BenchOptions, runs: list[EosRun], failures: list[str]) -> S
             "connector with Connect's exactly-once source support: one producer transaction per offset commit; "
             "Strait forwards the source's batches inside its task's transaction, one per commit interval, with the "
             "progress record). A data set of 1 KiB records is filled once per partition count; every copy runs on a "
-            "fresh flow and counts as done when a read_committed consumer of the remote topic has received every "
+            "fresh flow whose remote topic is made (every log of it answering) before the tool starts, as in section "
+            "9, and counts as done when a read_committed consumer of the remote topic has received every "
             "record; each copy is then verified record by record (`strait verify`'s engine: duplicates are "
             "reported). Cells are medians over the repeats; *copy* is first → last record received."
         ),

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from benchmarks.model import BenchOptions
 from benchmarks.usage import Usage
@@ -159,3 +159,59 @@ def wait_until(predicate: Any, timeout_s: float, what: str, interval_s: float = 
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(interval_s)
+
+
+def create_topics(admin: AdminClient, topics: list[str], partitions: int) -> None:
+    """All `topics` in one request (one at a time would take minutes at 400 topics); `admin` is kept while the
+    futures are awaited (a collected client cancels them)."""
+    futures = admin.create_topics([NewTopic(topic, partitions, 1) for topic in topics], operation_timeout=60)
+    for future in futures.values():
+        future.result(timeout=120)
+    wanted = set(topics)
+
+    def led() -> bool:
+        metadata = admin.list_topics(timeout=15).topics
+        return all(
+            name in metadata
+            and len(metadata[name].partitions) == partitions
+            and all(p.leader >= 0 for p in metadata[name].partitions.values())
+            for name in wanted
+        )
+
+    wait_until(led, 120, f"leaders for {len(topics)} new topics")
+
+
+class RemoteEnds:
+    """End offsets of every partition of the remote topics that exist so far, in one batched look-up per poll."""
+
+    def __init__(self, props: dict[str, str], topics: list[str], per_topic: int) -> None:
+        self._admin = confluent_admin(props)
+        self._topics = topics
+        self._per_topic = per_topic
+
+    def ends(self) -> dict[tuple[str, int], int]:
+        """(remote topic, partition) -> end offset, for the topics created so far."""
+        existing = set(self._admin.list_topics(timeout=15).topics)
+        wanted = [
+            TopicPartition(topic, partition)
+            for topic in self._topics
+            if topic in existing
+            for partition in range(self._per_topic)
+        ]
+        if not wanted:
+            return {}
+        futures = self._admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in wanted},
+            isolation_level=IsolationLevel.READ_UNCOMMITTED,
+            request_timeout=15,
+        )
+        found: dict[tuple[str, int], int] = {}
+        for tp, future in futures.items():
+            try:
+                found[(tp.topic, tp.partition)] = int(future.result().offset)  # type: ignore[attr-defined]
+            except KafkaException:
+                continue  # a topic still being created: not counted yet
+        return found
+
+    def close(self) -> None:
+        """Nothing to close (the admin client goes with the object)."""

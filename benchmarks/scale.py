@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from benchmarks.arrivals import Arrivals, record_identity
 from benchmarks.console import say
 from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSetup, open_mirror
 from benchmarks.copy_check import HEADER, CopyCheck, check_copy, copy_notes, run_cells
-from benchmarks.lab import Lab, delete_topics, wait_until
+from benchmarks.lab import Lab, RemoteEnds, create_topics, delete_topics, wait_until
 from benchmarks.latency import FLOOR, NoMirror
 from benchmarks.model import BenchOptions, Section, percentile
 from benchmarks.replica_ceiling import ReplicaBench, ReplicaCopy, replica_bench
@@ -342,26 +342,6 @@ def backlog_args(shape: Shape) -> list[str]:
     return ["--records", str(shape.backlog), "--keys"]
 
 
-def create_topics(admin: AdminClient, topics: list[str], partitions: int) -> None:
-    """All `topics` in one request (one at a time would take minutes at 400 topics); `admin` is kept while the
-    futures are awaited (a collected client cancels them)."""
-    futures = admin.create_topics([NewTopic(topic, partitions, 1) for topic in topics], operation_timeout=60)
-    for future in futures.values():
-        future.result(timeout=120)
-    wanted = set(topics)
-
-    def led() -> bool:
-        metadata = admin.list_topics(timeout=15).topics
-        return all(
-            name in metadata
-            and len(metadata[name].partitions) == partitions
-            and all(p.leader >= 0 for p in metadata[name].partitions.values())
-            for name in wanted
-        )
-
-    wait_until(led, 120, f"leaders for {len(topics)} new topics")
-
-
 def fill_topics(
     lab: Lab,
     run_dir: Path,
@@ -520,40 +500,6 @@ def _log_ends(admin: Any, keys: list[tuple[str, int]]) -> dict[tuple[str, int], 
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
-
-
-class RemoteEnds:
-    """End offsets of every partition of the remote topics that exist so far, in one batched look-up per poll."""
-
-    def __init__(self, props: dict[str, str], topics: list[str], per_topic: int) -> None:
-        self._admin = confluent_admin(props)
-        self._topics = topics
-        self._per_topic = per_topic
-
-    def ends(self) -> dict[tuple[str, int], int]:
-        """(remote topic, partition) -> end offset, for the topics created so far."""
-        existing = set(self._admin.list_topics(timeout=15).topics)
-        wanted = [
-            TopicPartition(topic, partition)
-            for topic in self._topics
-            if topic in existing
-            for partition in range(self._per_topic)
-        ]
-        if not wanted:
-            return {}
-        futures = self._admin.list_offsets(
-            {tp: OffsetSpec.latest() for tp in wanted}, isolation_level=LATEST, request_timeout=15
-        )
-        found: dict[tuple[str, int], int] = {}
-        for tp, future in futures.items():
-            try:
-                found[(tp.topic, tp.partition)] = int(future.result().offset)  # type: ignore[attr-defined]
-            except KafkaException:
-                continue  # a topic still being created: not counted yet
-        return found
-
-    def close(self) -> None:
-        """Nothing to close (the admin client goes with the object)."""
 
 
 # -- the report ------------------------------------------------------------------------------------------

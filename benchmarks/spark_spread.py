@@ -20,9 +20,9 @@ import psutil
 
 from benchmarks.console import say
 from benchmarks.contenders import MirrorSetup, StraitMirror, mirror_properties
-from benchmarks.lab import Lab, delete_topics, wait_until
+from benchmarks.lab import Lab, RemoteEnds, create_topics, delete_topics, wait_until
 from benchmarks.model import BenchOptions, Section
-from benchmarks.scale import POLL_S, RemoteEnds, Shape, create_topics, fill_topics, load_command
+from benchmarks.scale import POLL_S, Shape, fill_topics, load_command
 from benchmarks.tables import median, num
 from shared.config import load_mm2_config
 from shared.localkafka.mirror_maker import write_properties
