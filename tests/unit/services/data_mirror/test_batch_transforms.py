@@ -18,10 +18,11 @@ import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.util import calc_crc32c
 
-from services.data_mirror.forwarding import CHANGED, ChainEffect, chain_effect
+from services.data_mirror.forwarding import CHANGED
 from services.data_mirror.partition_copy import PartitionCopy
-from services.data_mirror.transforms import for_topic
 from shared.config.transforms import PredicateSpec, TransformSpec
+from shared.reshape.effect import ChainEffect, chain_effect
+from shared.reshape.transforms import for_topic
 from tests.unit.services.data_mirror.test_batch_outcomes import Link as _Link
 from tests.unit.services.data_mirror.test_batch_outcomes import RecordingBroker, _commit_positions, _copy, _task
 from tests.unit.shared.kafka.test_batch_producer import _producer
