@@ -95,6 +95,22 @@ class Reshaper:
         except BatchCallFailed:  # the decoded records are as they came: the per-record functions name the record
             return self._run(part, records, offsets, batch_calls=False)
 
+    def copied(self, headers: Any) -> bool:
+        """Whether a record of a remote topic with `headers` may be a copy this flow wrote (asked where applications
+        write the remote topic too, as under IdentityReplicationPolicy). With provenance every copy carries the
+        header and it names the flow's source (or it is one not readable, left as it came); a record without one was
+        written on the target, one naming other clusters only was copied there by another flow. Without provenance
+        any record may be a copy."""
+        if self.origin is None:
+            return True
+        raw = provenance_of(headers)
+        if raw is None:
+            return False
+        try:
+            return Provenance.decode(raw).visited(self.origin)
+        except CodecError:
+            return True
+
     def _chain(self, topic: str) -> tuple[TransformChain, ChainEffect]:
         found = self._chains.get(topic)
         if found is None:
