@@ -18,13 +18,14 @@ from shared.records.progress import Progress
 from shared.replication_policy import DefaultReplicationPolicy
 from shared.verify.sync_index import SyncIndex
 from tests.unit.services.audit.test_watch_rewind import _Follower, _Nothing
-from tests.unit.shared.reshape.test_transforms import _module
-from tests.unit.shared.verify.test_expected import DROP_TOMBSTONES, FAILING, Row, _batch, _Entries
+from tests.unit.shared.verify.test_expected import DROP_TOMBSTONES, FAILING, Row, _batch, _Entries, python_chain
 
 KEY = ("orders", 0)
 
 
-def _audit(monkeypatch: pytest.MonkeyPatch, source: _Entries, target: _Entries) -> FlowAudit:
+def _audit(
+    monkeypatch: pytest.MonkeyPatch, source: _Entries, target: _Entries, chain: tuple[TransformSpec, ...]
+) -> FlowAudit:
     sides = {"source": source, "target": target}
     monkeypatch.setattr(watch, "ProgressFollower", _Follower)
     monkeypatch.setattr(watch, "PartitionEntries", lambda props, **_kwargs: sides[props["side"]])
@@ -33,7 +34,6 @@ def _audit(monkeypatch: pytest.MonkeyPatch, source: _Entries, target: _Entries) 
     monkeypatch.setattr(watch, "load_progress", lambda *_a, **_k: {KEY: Progress(0)})
     marks = {KEY: (0, 10), ("A.orders", 0): (0, 9)}
     monkeypatch.setattr(watch, "committed_watermarks", lambda _props, keys, **_k: {key: marks[key] for key in keys})
-    chain = (DROP_TOMBSTONES, TransformSpec("mask", "python", function="failing_masks:mask"))
     flow = SimpleNamespace(
         name="A->B",
         source="A",
@@ -58,13 +58,14 @@ def test_a_record_a_transform_fails_on_in_the_audit_is_skipped_and_named_and_the
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """2 is a tombstone (dropped); the mask fails here on 5, which data-mirror (elsewhere) copied as V5."""
-    _module(tmp_path, monkeypatch, "failing_masks", FAILING)
+    chain = (DROP_TOMBSTONES, *python_chain(tmp_path, monkeypatch, "failing_masks", FAILING, "mask"))
     rows: list[Row] = [(1_000 + i, f"k{i}".encode(), None if i == 2 else f"v{i}".encode(), []) for i in range(10)]
     copies = [(ts, key, (value or b"").upper(), headers) for ts, key, value, headers in rows if value is not None]
     audit = _audit(
         monkeypatch,
         _Entries({KEY: [_batch(0, rows[:6]), _batch(6, rows[6:])]}),
         _Entries({("A.orders", 0): [_batch(0, copies)]}),
+        chain,
     )
     for sync in (OffsetSync("orders", 0, 0, 0), OffsetSync("orders", 0, 3, 2)):  # the second after the gap
         audit._syncs.add(sync)

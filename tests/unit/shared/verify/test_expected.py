@@ -61,6 +61,19 @@ def _copy(i: int) -> Row:
 KEPT = [i for i in range(10) if i not in TOMBSTONES]
 
 
+def _plain(count: int) -> list[Row]:
+    """Records 0..count-1: key k<i>, value v<i>, no headers."""
+    return [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(count)]
+
+
+def python_chain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, function: str
+) -> tuple[TransformSpec, ...]:
+    """A chain of one Python transform, `module:function`, its module written from `source`."""
+    _module(tmp_path, monkeypatch, module, source)
+    return (TransformSpec(function, "python", function=f"{module}:{function}"),)
+
+
 def _check(
     source: Iterable[SourceBatch],
     target: Iterable[SourceBatch],
@@ -145,7 +158,7 @@ def test_a_batch_the_chain_leaves_as_it_is_is_verified_from_its_bytes_on_the_tar
 def test_a_partition_the_chain_leaves_alone_or_drops_whole_is_never_decoded(digested: list[int]) -> None:
     """TopicNameMatches decides per remote topic: `payments` only is filtered; A.orders is compared as it is."""
     payments = TransformSpec("dropPayments", "filter", PredicateSpec("p", "topic_matches", r"A\.payments"))
-    rows: list[Row] = [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(10)]
+    rows = _plain(10)
     source = _batch(0, rows)
     found, expected = _check([source], [_forwarded(source, 0)], chain=(payments,))
     assert expected.effect is ChainEffect.NONE
@@ -164,7 +177,7 @@ def test_a_partition_the_chain_leaves_alone_or_drops_whole_is_never_decoded(dige
 
 def test_with_provenance_records_from_the_target_are_returned_and_copies_are_compared_stamped() -> None:
     """A->B with provenance: 1 came from B (returned, not missing); the others' copies carry their origin."""
-    rows: list[Row] = [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(4)]
+    rows = _plain(4)
     rows[1] = (1_001, b"k1", b"v1", [("strait.provenance", b"B:orders:0:40")])
     stamped: list[Row] = [
         (1_000 + i, f"k{i}".encode(), f"v{i}".encode(), [("strait.provenance", f"A:orders:0:{i}".encode())])
@@ -182,7 +195,7 @@ def test_with_provenance_records_from_the_target_are_returned_and_copies_are_com
 def test_active_active_under_identity_names_compares_only_the_flows_copies() -> None:
     """`orders` on B holds B's own records (no header) and records copied there from C, between A->B's copies."""
     reshaper = Reshaper("A", "B", (), provenance=True, policy=IdentityReplicationPolicy())
-    rows: list[Row] = [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(3)]
+    rows = _plain(3)
     copies: list[Row] = [
         (1_000 + i, f"k{i}".encode(), f"v{i}".encode(), [("strait.provenance", f"A:orders:0:{i}".encode())])
         for i in range(3)
@@ -211,9 +224,8 @@ def mask(record):
 def test_a_transform_that_fails_stops_the_expected_records_at_the_record_it_failed_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _module(tmp_path, monkeypatch, "failing_masks", FAILING)
-    chain = (TransformSpec("mask", "python", function="failing_masks:mask"),)
-    rows: list[Row] = [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(10)]
+    chain = python_chain(tmp_path, monkeypatch, "failing_masks", FAILING, "mask")
+    rows = _plain(10)
     expected = ExpectedSource(Reshaper("A", "B", chain), PAIR)
     blocks = expected.blocks([BatchBlock(_batch(0, rows[:3]), 0, 10, ReadCounter()), _block(3, rows[3:])])
     assert [list(block.offsets()) for block in (next(blocks), next(blocks))] == [[0, 1, 2], [3, 4]]
@@ -250,9 +262,8 @@ def test_verify_compares_up_to_the_record_a_transform_fails_on_and_names_the_res
 ) -> None:
     """The mirror stops at a record its transform fails on: the records after it are not yet copied. Where the
     mirror went past it (a transform that failed only in verify), they are named unverified, not lost."""
-    _module(tmp_path, monkeypatch, "failing_masks", FAILING)
-    chain = (TransformSpec("mask", "python", function="failing_masks:mask"),)
-    rows: list[Row] = [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(10)]
+    chain = python_chain(tmp_path, monkeypatch, "failing_masks", FAILING, "mask")
+    rows = _plain(10)
     copies: list[Row] = [(ts, key, (value or b"").upper(), headers) for ts, key, value, headers in rows]
     source = _Entries({("orders", 0): [_batch(0, rows[:4]), _batch(4, rows[4:])]})
     target = _Entries({("A.orders", 0): [_batch(0, copies[:copied_to])]})
@@ -289,9 +300,8 @@ def test_a_transform_that_answers_differently_each_time_shows_as_altered_records
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What verify cannot prove: the copy data-mirror made (its first calls) is not what the transform makes now."""
-    _module(tmp_path, monkeypatch, "counting_stamps", COUNTING)
-    chain = (TransformSpec("stamp", "python", function="counting_stamps:stamp"),)
-    rows: list[Row] = [(1_000 + i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(3)]
+    chain = python_chain(tmp_path, monkeypatch, "counting_stamps", COUNTING, "stamp")
+    rows = _plain(3)
     # made by data-mirror's process, whose calls had counted on: the transform gives other values now
     made_then: list[Row] = [(ts, k, (v or b"") + f"-{n}".encode(), h) for n, (ts, k, v, h) in enumerate(rows, 41)]
     found, _ = _check([_batch(0, rows)], [_batch(0, made_then)], chain=chain, end=3)
