@@ -12,12 +12,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from benchmarks.datasets import PARTITIONS, Dataset, check_filled
-from services.data_mirror.transforms import MirrorRecord, TransformChain
 from shared.config.transforms import parse_transforms
 from shared.kafka.factories import confluent_producer
 from shared.kafka.follow import FollowedRecord
 from shared.kafka.partition_reader import each_record
 from shared.localkafka import KafkaCluster
+from shared.reshape.transforms import MirrorRecord, TransformChain
 
 RUN_RECORDS = 256  # records in a row to one partition: a full 256 KiB batch each, as the perf tool's sticky batches
 READ_TIMEOUT_S = 300

@@ -32,7 +32,7 @@ class AuditJob:
         self._reported = {}
 
     async def run_round(self) -> Sequence[StraitError]:
-        """One round off the event loop; the loss found so far, if any, is the round's failure."""
+        """One round off the event loop; what was lost so far, or left unverified, is the round's failure."""
         try:
             audit = await asyncio.to_thread(self._round)
         except StraitError:
@@ -40,8 +40,7 @@ class AuditJob:
         except Exception as exc:  # a client's own error (a timeout, a broker gone): a failed round, tried again
             raise KafkaOperationError(f"audit round of {self.flow.name}: {exc}", operation="audit") from exc
         self._export(audit)
-        loss = audit.totals.loss()
-        return [loss] if loss is not None else []
+        return audit.totals.problems()
 
     def _round(self) -> FlowAudit:
         if self._audit is None:
@@ -59,10 +58,17 @@ class AuditJob:
             ("duplicates", metrics.duplicates, totals.duplicates),
             ("unexpected", metrics.unexpected, totals.unexpected),
             ("bytes_read", metrics.bytes_read, totals.bytes_read),
+            ("dropped", metrics.dropped, totals.dropped),
+            ("returned", metrics.returned, totals.returned),
         ):
             counter.labels(flow).inc(value - self._reported.get(name, 0))
             self._reported[name] = value
-        skipped = (("sampled_out", totals.sampled_out), ("expired", totals.expired), ("unplaced", totals.unplaced))
+        skipped = (
+            ("sampled_out", totals.sampled_out),
+            ("expired", totals.expired),
+            ("unplaced", totals.unplaced),
+            ("transform_failed", totals.transform_failed),
+        )
         for reason, value in skipped:
             metrics.skipped.labels(flow, reason).inc(value - self._reported.get(reason, 0))
             self._reported[reason] = value

@@ -24,10 +24,15 @@ class AuditMetrics:
         self.duplicates = counter("duplicates", "second copies of verified records (at-least-once replays)")
         self.unexpected = counter("unexpected", "target records that match no source record")
         self.bytes_read = counter("bytes_read", "bytes of keys, values and headers read, both clusters")
+        self.dropped = counter("records_dropped", "source records the flow's transforms drop, verified absent")
+        self.returned = counter(
+            "records_returned", "source records not copied because they came from the target, verified absent"
+        )
         self.skipped = Counter(
             f"{PREFIX}_skipped_records",
             "source records not verified: sampled_out; expired (gone from the source before the audit read them); "
-            "unplaced (no offset sync says where their copy starts)",
+            "unplaced (no offset sync says where their copy starts); transform_failed (a transform of the flow "
+            "failed on it in the audit)",
             ["flow", "reason"],
             registry=registry,
         )

@@ -4,13 +4,16 @@ Each partition is watched from the mirror's position when the audit first sees i
 reports copied (its progress) is read on both clusters and aligned, continuing on the target where the previous
 range ended, so each record is read once. A round reads at most its byte budget; what does not fit waits for the
 next round (the lag metric shows it). With sampling, a range not drawn is skipped and counted, and the target
-position is found again through the offset syncs.
+position is found again through the offset syncs. The target is compared with what the flow's transforms and
+provenance make of the source (`shared/verify/expected.py`); a source record a transform fails on in the audit is
+verified up to, then skipped and named.
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
+from contextlib import closing
 from dataclasses import dataclass, field
 
 import structlog
@@ -21,8 +24,10 @@ from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import PartitionReader
 from shared.progress_store import ProgressFollower, load_progress
+from shared.reshape.effect import ChainEffect
 from shared.verify.align import Frame, RangeAlignment, align_range
 from shared.verify.blocks import Entry
+from shared.verify.expected import ChainStopped, ExpectedSource, PartitionPair, flow_reshaper
 from shared.verify.sync_index import SyncIndex
 
 AUDIT_READER_GROUP = "strait-audit"
@@ -61,6 +66,7 @@ class FlowAudit:
         self.totals = AuditTotals()
         self.positions: dict[tuple[str, int], int] = {}  # what the audit has verified up to, per source partition
         self._topics = context.topics
+        self._reshaper = flow_reshaper(flow, context.topics.policy)
         self._source = PartitionEntries(flow.source_consumer_props(), timeout_s=limits.timeout_s)
         self._target = PartitionEntries(flow.target_consumer_props(), timeout_s=limits.timeout_s)
         progress = context.progress_topic
@@ -78,8 +84,8 @@ class FlowAudit:
 
     def close(self) -> None:
         """Leave every cluster."""
-        for closing in (self._source, self._target, self._progress_follower, self._syncs_reader):
-            closing.close()
+        for client in (self._source, self._target, self._progress_follower, self._syncs_reader):
+            client.close()
 
     def round(self) -> None:
         """Verify what the mirror copied since the last round, up to the byte budget."""
@@ -146,7 +152,9 @@ class FlowAudit:
             end = min(self._copied[key], watched.source_next + max(1, budget // self._bytes_per_record))
             if end <= watched.source_next:
                 continue
-            if watched.target_next is None and not self._syncs.locator(*key):
+            pair = PartitionPair(key[0], self._topics.remote_topic(key[0]), key[1])
+            drops_all = self._reshaper.effect(pair) is ChainEffect.DROPS_ALL  # nothing copied: no sync to wait for
+            if watched.target_next is None and not drops_all and not self._syncs.locator(*key):
                 if watched.unplaced_at != watched.source_next:  # its sync may still be on its way: one more round
                     watched.unplaced_at = watched.source_next
                     continue
@@ -170,25 +178,44 @@ class FlowAudit:
             start = locate.downstream_before(watched.source_next)
         start = target_low if start is None else max(start, target_low)
         read_before = (self._source.counter.bytes + self._target.counter.bytes, self._source.counter.records)
-        frame = Frame(log_start=low, source_from=watched.source_next, source_to=end, copied_to=end)
+        pair = PartitionPair(topic, remote, partition)
 
-        def aligned_range(defer: bool) -> RangeAlignment:
-            return align_range(
-                self._source.blocks(topic, partition, watched.source_next, max(end, peek_to)),
-                self._target.blocks(remote, partition, start, target_high),
-                frame,
-                locate=locate,
-                window=self.limits.window,
-                recent=watched.recent,
-                defer=defer,
-            )
+        def aligned_range(to: int, defer: bool) -> tuple[RangeAlignment, ExpectedSource]:
+            expected = ExpectedSource(self._reshaper, pair, range_end=to, keep_offsets=True)
+            source_blocks = self._source.blocks(topic, partition, watched.source_next, max(to, peek_to))
+            target_blocks = self._target.blocks(remote, partition, start, target_high)
+            with closing(source_blocks), closing(target_blocks):
+                aligned = align_range(
+                    expected.blocks(source_blocks),
+                    expected.target(target_blocks),
+                    Frame(log_start=low, source_from=watched.source_next, source_to=to, copied_to=to),
+                    locate=locate,
+                    window=self.limits.window,
+                    recent=watched.recent,
+                    defer=defer,
+                )
+            return aligned, expected
 
         # A tail the target does not hold yet waits for the next round (a transaction's markers may land a
-        # moment after the progress); the same tail still absent a round later is settled as it stands.
-        aligned = aligned_range(defer=True)
-        if aligned.next_source_offset == watched.source_next == watched.deferred_at:
-            aligned = aligned_range(defer=False)
+        # moment after the progress); the same tail still absent a round later is settled as it stands. A record a
+        # transform fails on ends the range; once everything before it is verified, it is skipped.
+        failed: ChainStopped | None = None
+        while True:
+            try:
+                aligned, expected = aligned_range(end, defer=True)
+                if aligned.next_source_offset == watched.source_next == watched.deferred_at:
+                    aligned, expected = aligned_range(end, defer=False)
+                break
+            except ChainStopped as exc:
+                failed, end = ChainStopped(exc.offset, exc.message), exc.offset
+                if end == watched.source_next:
+                    self._skip_failed(key, watched, failed)
+                    return self._spent(read_before)
         self.totals.add(topic, partition, aligned.found)
+        dropped, returned = expected.not_copied.below(aligned.next_source_offset)
+        self.totals.dropped += dropped
+        self.totals.returned += returned
+        self.totals.target_own += expected.target_own
         if aligned.found.missing.records or aligned.found.altered_records:
             _log.error(
                 "audit_found_loss",
@@ -203,6 +230,19 @@ class FlowAudit:
         watched.target_next = aligned.next_target_offset if aligned.next_target_offset is not None else start
         watched.recent = deque(list(aligned.recent)[-RECENT_CARRIED:])
         self.positions[key] = aligned.next_source_offset
+        if failed is not None and not deferred:
+            self._skip_failed(key, watched, failed)
+        return self._spent(read_before)
+
+    def _skip_failed(self, key: tuple[str, int], watched: _Watched, failed: ChainStopped) -> None:
+        """Pass the record a transform failed on (everything before it verified): named, counted, and the target
+        position found again through the offset syncs."""
+        self.totals.failed(key[0], key[1], str(failed))
+        _log.error("audit_transform_failed", flow=self.flow.name, topic=key[0], partition=key[1], error=str(failed))
+        self._skip_to(key, watched, failed.offset + 1)
+
+    def _spent(self, read_before: tuple[int, int]) -> int:
+        """Bytes read since `read_before` (bytes, source records), counted; the bytes-per-record guess updated."""
         spent = self._source.counter.bytes + self._target.counter.bytes - read_before[0]
         records = self._source.counter.records - read_before[1]
         if records:

@@ -1,7 +1,7 @@
 """Entry point of the `strait` command."""
 
 from services.cli.app import app
-from shared.kafka.factories import quiet_client_info
+from shared.kafka.client_logs import quiet_client_info
 
 
 def main() -> None:

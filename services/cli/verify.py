@@ -2,7 +2,9 @@
 
 Exit 0 when nothing was lost, 3 when any record is missing or altered, 4 when nothing was lost but the target holds
 records no source record explains (another producer wrote into the mirror's topic: split brain); 1: could not
-verify, 2: bad config. So a script can tell "lost data" and "foreign data" from "could not look".
+verify (a cluster could not be read, or a flow's transform failed on a record the mirror has copied), 2: bad config
+(a Python transform that cannot be imported too). So a script can tell "lost data" and "foreign data" from "could
+not look".
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from services.cli.console import stdout_console
-from services.cli.errors import CliError, one_line_errors, quiet_client_logs, require
+from services.cli.errors import EXIT_FAILED, CliError, one_line_errors, quiet_client_logs, require
 from services.cli.options import ConfigOption, JsonOption
 from shared.config import load_mm2_config
 from shared.flow_selection import selected_flows
+from shared.reshape.python_transforms import check_functions
 from shared.verify.align import WINDOW_DEFAULT
 from shared.verify.findings import OffsetRange, PartitionFindings
 from shared.verify.flow_check import FlowVerification, VerifyScope, verify_flow
@@ -58,6 +61,7 @@ def _has_findings(finding: PartitionFindings) -> bool:
         or finding.expired_records
         or finding.source_gone
         or finding.not_verified
+        or finding.transform_failure
     )
 
 
@@ -74,13 +78,28 @@ def _details(finding: PartitionFindings) -> str:
         parts.append(f"expired at {_ranges(finding.expired)}")
     if finding.unexpected_offsets:
         parts.append(f"unexpected at target {', '.join(map(str, finding.unexpected_offsets[:3]))}")
+    if finding.transform_failure:
+        rest = f"{finding.unverified:,} not verified" if finding.unverified else "the mirror waits there too"
+        parts.append(f"transform failed at {finding.transform_failure} ({rest})")
+    if finding.returned:
+        parts.append(f"{finding.returned:,} returned (came from the target: not copied)")
+    if finding.target_own:
+        parts.append(f"{finding.target_own:,} target records not the flow's copies (not compared)")
     return "; ".join(parts)
 
 
 def render(result: FlowVerification) -> RenderableType:
     """A title with the totals, a row per partition (with findings, when there are many), then notes."""
     totals = result.totals
-    verdict = ("LOST", "red") if totals.lost else ("UNEXPECTED", "red") if totals.unexpected else ("ok", "green")
+    verdict = (
+        ("LOST", "red")
+        if totals.lost
+        else ("UNEXPECTED", "red")
+        if totals.unexpected
+        else ("NOT VERIFIED", "yellow")
+        if totals.unverified
+        else ("ok", "green")
+    )
     rate = f"{totals.bytes_read / 2**20 / totals.cpu_s:.0f} MiB per CPU second" if totals.cpu_s > 0 else ""
     title = Text.assemble(
         (result.flow, "bold"),
@@ -88,7 +107,9 @@ def render(result: FlowVerification) -> RenderableType:
         verdict,
         f"  partitions {totals.partitions}  verified {totals.verified:,}  missing {totals.missing:,}"
         f"  altered {totals.altered:,}  unexpected {totals.unexpected:,}"
-        f"  read {totals.bytes_read / 2**20:,.1f} MiB in {totals.wall_s:.1f}s  {rate}",
+        + (f"  dropped by the flow's transforms {totals.dropped:,}" if totals.dropped else "")
+        + (f"  returned {totals.returned:,}" if totals.returned else "")
+        + f"  read {totals.bytes_read / 2**20:,.1f} MiB in {totals.wall_s:.1f}s  {rate}",
     )
     table = Table(title=title, title_justify="left")
     for column in (
@@ -99,6 +120,7 @@ def render(result: FlowVerification) -> RenderableType:
         "altered",
         "duplicates",
         "unexpected",
+        "dropped",
         "expired",
         "source gone",
         "not yet copied",
@@ -109,7 +131,7 @@ def render(result: FlowVerification) -> RenderableType:
     for finding in result.findings:
         if not show_all and not _has_findings(finding):
             continue
-        style = "red" if finding.lost else ("yellow" if finding.not_verified else "")
+        style = "red" if finding.lost else ("yellow" if finding.not_verified or finding.unverified else "")
         table.add_row(
             Text(f"{finding.topic}-{finding.partition}", style),
             f"{finding.source_from}-{finding.source_to}",
@@ -118,6 +140,7 @@ def render(result: FlowVerification) -> RenderableType:
             f"{finding.altered_records:,}",
             f"{finding.duplicates:,}",
             f"{finding.unexpected:,}",
+            f"{finding.dropped:,}",
             f"{finding.expired_records:,}",
             f"{finding.source_gone:,}",
             f"{finding.not_yet_copied:,}",
@@ -161,7 +184,10 @@ def register(app: typer.Typer) -> None:
             )
             scope.topic_pattern()  # a bad regex is a usage error, before any cluster is read
             results: list[FlowVerification] = []
-            for flow in selected_flows(load_mm2_config(config), flows, require_enabled=False):
+            chosen = selected_flows(load_mm2_config(config), flows, require_enabled=False)
+            for flow in chosen:
+                check_functions(flow.transforms)  # a Python transform verify cannot import: a config error
+            for flow in chosen:
                 try:
                     with quiet_client_logs():
                         results.append(verify_flow(flow, scope))
@@ -175,3 +201,5 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_LOST)
         if any(result.totals.unexpected for result in results):
             raise typer.Exit(EXIT_UNEXPECTED)
+        if any(result.totals.unverified for result in results):
+            raise typer.Exit(EXIT_FAILED)

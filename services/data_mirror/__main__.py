@@ -8,12 +8,12 @@ from prometheus_client import CollectorRegistry
 
 from services.data_mirror.driver import MirrorDriver
 from services.data_mirror.driver_service import DriverService
-from services.data_mirror.python_transforms import check_functions
 from services.data_mirror.settings import PROG, DataMirrorSettings
 from services.data_mirror.spark_session import spark_conf
 from shared.config import MirrorMakerConfig
 from shared.errors import ConfigError
 from shared.flow_selection import selected_flows
+from shared.reshape.python_transforms import check_functions
 from shared.runner import run_service
 
 

@@ -26,7 +26,6 @@ from services.data_mirror.fetch_lanes import NO_LEADER, FetchKey, FetchLanes
 from services.data_mirror.forwarding import groups
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.progress_batches import ProgressBatches, progress_landed
-from services.data_mirror.reshape import Reshaper
 from services.data_mirror.resume import diverged_at
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import DEFAULT_BATCH_BYTES, TaskSpec
@@ -67,7 +66,7 @@ class BatchCopier:
         self.link: BatchLink | None = None
         self.parts: dict[PartitionKey, PartitionCopy] = {}
         self.fetching: dict[PartitionKey, Fetching] = {}
-        self._sends = BatchSends(lambda: self._link.producer, clock, self.hold, Reshaper(spec))
+        self._sends = BatchSends(lambda: self._link.producer, clock, self.hold, spec.reshaper())
         self.read_errors = 0
         self._fetches: dict[FetchKey, asyncio.Task[dict[PartitionKey, PartitionFetch]]] = {}
         self._refreshed = 0.0

@@ -15,11 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from services.data_mirror.epoch_checks import Fetching
-from services.data_mirror.forwarding import CHANGED, ChainEffect, PartitionState, why_reencoded
+from services.data_mirror.forwarding import CHANGED, PartitionState, why_reencoded
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
-from services.data_mirror.reshape import Reshaper
-from services.data_mirror.transforms import Chained
 from shared.kafka.batch_producer import BatchProducer, OutgoingBatch
 from shared.kafka.record_batches import (
     RecordFields,
@@ -29,6 +27,9 @@ from shared.kafka.record_batches import (
     for_target,
     records_of,
 )
+from shared.reshape.effect import ChainEffect
+from shared.reshape.reshaper import Reshaper
+from shared.reshape.transforms import Chained
 
 
 def _newest(records: Sequence[RecordFields]) -> int:

@@ -4,8 +4,9 @@ A batch goes as it is when its own format allows (`SourceBatch.why_not_forwardab
 create-time timestamps, from the position on), the partition's state does too (no refused record inside it, not
 in a range that is copied record by record after a refusal, not larger than the target's max.message.bytes) and the
 flow leaves its records as they are. What the flow's transforms and provenance do to a partition is decided once
-(`chain_effect`): nothing (its batches are never decoded), everything dropped (nothing is decoded or sent), or a
-batch's records must go through the chain, after which a batch none of whose records changed still goes as it is.
+(`shared/reshape/effect.py`): nothing (its batches are never decoded), everything dropped (nothing is decoded or
+sent), or a batch's records must go through the chain, after which a batch none of whose records changed still goes
+as it is.
 Several small batches that follow each other without a gap, in one codec, are merged into one re-encoded batch
 (five batches per round trip would cap a backlog of tiny ones), and so are uncompressed batches two of which fit
 the target producer's batch.size (a short backlog lands in one append).
@@ -13,14 +14,12 @@ the target producer's batch.size (a short backlog lands in one append).
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.data_mirror.epoch_checks import Fetching
 from services.data_mirror.partition_copy import PartitionCopy
-from shared.config.transforms import TransformSpec
 from shared.kafka.record_batches import SourceBatch
+from shared.reshape.effect import ChainEffect
 
 # Small: few records and few bytes, so the round trip and the per-batch work outweigh re-encoding its records.
 SMALL_BATCH_RECORDS = 64
@@ -29,27 +28,6 @@ MERGED_BATCH_BYTES = 256 * 1024
 
 
 CHANGED = "records changed or dropped by the flow's transforms or provenance"
-
-
-class ChainEffect(enum.Enum):
-    """What the flow's transforms and provenance do to one partition's batches."""
-
-    NONE = "none"  # nothing applies to its remote topic: batches go as they are, never decoded
-    DROPS_ALL = "drops all"  # a Filter drops every record: nothing is decoded or sent
-    READS = "reads"  # each batch's records go through the chain first
-
-
-def chain_effect(steps: Sequence[TransformSpec], *, provenance: bool) -> ChainEffect:
-    """The effect of `steps`, the chain as it applies to the partition's remote topic (`transforms.for_topic`:
-    TopicNameMatches decided), and of provenance headers (every record is checked and stamped)."""
-    if provenance:
-        return ChainEffect.READS
-    for spec in steps:
-        if spec.kind == "python":
-            return ChainEffect.READS  # called for each record, which it may fail on, before any later Filter
-        if spec.kind == "filter" and spec.predicate is None:
-            return ChainEffect.DROPS_ALL
-    return ChainEffect.READS if steps else ChainEffect.NONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,17 +20,16 @@ from services.data_mirror.copier import (
     TaskFailed,
     describe,
 )
-from services.data_mirror.mirror_record import MirrorRecord
 from services.data_mirror.partition_copy import Clock, PartitionCopy
-from services.data_mirror.python_transforms import TransformFailed
 from services.data_mirror.record_size import record_size, surely_fits
-from services.data_mirror.reshape import Reshaper
 from services.data_mirror.resume import Resume, diverged_below, out_of_range
 from services.data_mirror.task_clients import TaskClients
 from services.data_mirror.work import TaskSpec
 from shared.kafka.error_classes import ErrorClass, client_error_class, kafka_error_of
 from shared.kafka.message_headers import HeaderKeyNotUtf8, message_headers
 from shared.partition_key import PartitionKey
+from shared.reshape.mirror_record import MirrorRecord
+from shared.reshape.python_transforms import TransformFailed
 
 CONSUME_BATCH = 5000
 IDLE_WAIT_S = 0.05
@@ -51,7 +50,7 @@ class RecordCopier:
         self.parts: dict[PartitionKey, PartitionCopy] = {}
         self.records = 0
         self.read_errors = 0
-        self.reshaper = Reshaper(spec)
+        self.reshaper = spec.reshaper()
         self.reshaped = bool(self.reshaper)  # records change on their way: the slower step
 
     async def open(self) -> None:

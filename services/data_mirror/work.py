@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from shared.config.transforms import TransformSpec
 from shared.control.topic_names import mirror_transactional_id
 from shared.replication_policy import ReplicationPolicy
+from shared.reshape.reshaper import Reshaper
 
 # The target producer's batch.size when the flow sets none (librdkafka's default). The driver caps it under the
 # remote topics' smallest max.message.bytes and puts it in every TaskSpec (`flow_runtime`), for both copiers.
@@ -77,6 +78,10 @@ class TaskSpec:
         """(source, target) cluster aliases of the flow."""
         source, _, target = self.flow.partition("->")
         return source, target
+
+    def reshaper(self) -> Reshaper:
+        """The flow's transforms and provenance rules, as both copiers apply them."""
+        return Reshaper(*self.aliases, self.transforms, provenance=self.provenance, policy=self.policy)
 
     @property
     def transactional_id(self) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Coroutine, Iterator, Mapping
+from collections.abc import Coroutine, Generator, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -94,7 +94,7 @@ class PartitionEntries:
         """Every topic of the cluster."""
         return sorted(self._consumer.list_topics(timeout=self._timeout_s).topics)
 
-    def blocks(self, topic: str, partition: int, start: int, end: int) -> Iterator[BatchBlock]:
+    def blocks(self, topic: str, partition: int, start: int, end: int) -> Generator[BatchBlock, None, None]:
         """The records at offsets start..end-1, a batch at a time, in order; ReadStalled if the end is not reached
         in time or the range has left the partition (retention), KafkaOperationError if the cluster refuses."""
         if start >= end:

@@ -12,6 +12,7 @@ from aiokafka.client import AIOKafkaClient
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from shared.kafka.client_logs import client_log_level
 from shared.kafka.client_names import client_id
 from shared.kafka.client_props import (
     AIOKAFKA_CONSUMER_ONLY,
@@ -40,16 +41,6 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 _warned: set[tuple[str, tuple[str, ...]]] = set()
-LIBRDKAFKA_NOTICE = 5  # syslog levels: librdkafka writes lines up to its `log_level` (6, info, by default)
-_log_level: int | None = None
-
-
-def quiet_client_info() -> None:
-    """librdkafka clients this process builds from now on write no info lines (`log_level` notice): for a process
-    whose stderr is a person's console (the demo, the `strait` command), where lines such as a destroyed client's
-    "Purging 1 unserved events from background queue" say nothing to act on. Services keep them in their logs."""
-    global _log_level
-    _log_level = LIBRDKAFKA_NOTICE
 
 
 def _warn_ignored(role: str, translated: ClientProps) -> None:
@@ -68,7 +59,8 @@ def librdkafka_config(props: Mapping[str, str], role: str, **extra: Any) -> dict
     other_kind = LIBRDKAFKA_PRODUCER_ONLY if role == "consumer" else LIBRDKAFKA_CONSUMER_ONLY
     settings = {key: value for key, value in translated.settings.items() if key not in other_kind}
     named = settings.get("client.id") or extra.get("client.id") or client_id(role)
-    quiet = {"log_level": _log_level} if _log_level is not None else {}
+    level = client_log_level()
+    quiet = {"log_level": level} if level is not None else {}
     return {**quiet, **settings, **extra, "client.id": named, **LIBRDKAFKA_NO_AUTO_CREATE}
 
 

@@ -1,9 +1,11 @@
 """Record batches as the verifier compares them: each record's digest, and whether two batches hold the same records.
 
-A record's digest is Python's own hash of (key, value, timestamp, headers): computed in C, 64 bits, and the same
-for both clusters because one process reads both. A whole v2 batch is digested by aiokafka's C record reader (a
-fifth of a microsecond per record); a part of one, a batch with a header key that is not UTF-8, or an old message
-format goes through `records_of`, record by record.
+A record's digest is Python's own hash of (key, value, timestamp, headers) (`record_digest`): computed in C, 64
+bits, and the same for both clusters because one process reads both. A whole v2 batch is digested by aiokafka's C
+record reader (a fifth of a microsecond per record, the same digest written out inline); a part of one, a batch with
+a header key that is not UTF-8, or an old message format goes through `records_of`, record by record. Where the
+verifier needs the records themselves (a flow's transforms run over them: `shared/verify/expected.py`), a block is
+decoded once (`BatchBlock.records`) and digested from what was decoded.
 
 Two batches hold the same records when the bytes after their headers are the same, in the same codec, with the
 same first and max timestamps and the same timestamp type: what batch forwarding produces (`for_target` rewrites
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
@@ -25,6 +28,7 @@ from shared.kafka.record_batches import (
     DELETE_HORIZON_FLAG,
     HEADER_BYTES,
     LOG_APPEND_TIME_FLAG,
+    DecodedRecord,
     SourceBatch,
     records_of,
 )
@@ -71,6 +75,17 @@ def same_records(one: SourceBatch, other: SourceBatch) -> bool:
     )
 
 
+def record_digest(record: Any) -> int:
+    """The digest of one record (a decoded one, or a `MirrorRecord` a flow's transforms made): key, value,
+    timestamp and headers."""
+    return hash((record.key, record.value, record.timestamp, _readable(record.headers)))
+
+
+def record_bytes(record: Any) -> int:
+    """Bytes of a record's key, value and header values (what the verifier reports as read)."""
+    return len(record.key or b"") + len(record.value or b"") + sum(len(value or b"") for _, value in record.headers)
+
+
 def digest_batch(batch: SourceBatch, start: int, end: int) -> Digested:
     """The records of `batch` at offsets start..end-1."""
     if whole_and_plain(batch) and start <= batch.base_offset and batch.last_offset < end:
@@ -78,20 +93,21 @@ def digest_batch(batch: SourceBatch, start: int, end: int) -> Digested:
             return _digest_whole(batch)
         except UnicodeDecodeError:  # a header key that is not UTF-8: read by bytes below
             pass
-    offsets: list[int] = []
-    digests: list[int] = []
-    size = 0
-    for record in records_of(batch, start):
-        if record.offset >= end:
-            break
-        headers = _readable(record.headers)
-        offsets.append(record.offset)
-        digests.append(hash((record.key, record.value, record.timestamp, headers)))
-        size += len(record.key or b"") + len(record.value or b"") + sum(len(v or b"") for _, v in headers)
-    return Digested(offsets, digests, size)
+    return _digest_records(_in_range(batch, start, end))
+
+
+def _in_range(batch: SourceBatch, start: int, end: int) -> list[DecodedRecord]:
+    return [record for record in records_of(batch, start) if record.offset < end]
+
+
+def _digest_records(records: Sequence[DecodedRecord]) -> Digested:
+    offsets = [record.offset for record in records]
+    digests = [record_digest(record) for record in records]
+    return Digested(offsets, digests, sum(record_bytes(record) for record in records))
 
 
 def _digest_whole(batch: SourceBatch) -> Digested:
+    """`record_digest` of every record, written out: the verifier's hot loop."""
     digests: list[int] = []
     append = digests.append
     size = 0
@@ -132,13 +148,14 @@ class BatchBlock:
     """One record batch's records at offsets start..end-1, as the alignment reads them (`shared.verify.blocks`):
     digested when first asked, and counted as read then; a copy of a source block known from its bytes never is."""
 
-    __slots__ = ("_counter", "_digested", "_end", "_start", "batch")
+    __slots__ = ("_counter", "_digested", "_end", "_records", "_start", "batch")
 
     def __init__(self, batch: SourceBatch, start: int, end: int, counter: ReadCounter) -> None:
         self.batch = batch
         self._start, self._end = start, end
         self._counter = counter
         self._digested: Digested | None = None
+        self._records: list[DecodedRecord] | None = None
 
     @property
     def whole(self) -> bool:
@@ -148,10 +165,22 @@ class BatchBlock:
 
     def _digest(self) -> Digested:
         if self._digested is None:
+            if self._records is not None:  # decoded already, and counted as read then
+                self._digested = _digest_records(self._records)
+                return self._digested
             self._digested = digest_batch(self.batch, self._start, self._end)
             self._counter.records += len(self._digested.digests)
             self._counter.bytes += self._digested.bytes
         return self._digested
+
+    def records(self) -> list[DecodedRecord]:
+        """The block's records, decoded (once) and counted as read; its digests are then made from them."""
+        if self._records is None:
+            self._records = _in_range(self.batch, self._start, self._end)
+            if self._digested is None:
+                self._counter.records += len(self._records)
+                self._counter.bytes += sum(record_bytes(record) for record in self._records)
+        return self._records
 
     def offsets(self) -> Sequence[int]:
         if self._digested is None and self.whole:
@@ -164,7 +193,8 @@ class BatchBlock:
     def copies(self, source: object) -> bool:
         """True when `source` is a whole batch whose records this whole batch holds byte for byte (`same_records`);
         then this block's records count as read without being digested (they are the source's)."""
-        if not (isinstance(source, BatchBlock) and self._digested is None and self.whole and source.whole):
+        read = self._digested is not None or self._records is not None
+        if not (isinstance(source, BatchBlock) and not read and self.whole and source.whole):
             return False
         if not same_records(self.batch, source.batch):
             return False

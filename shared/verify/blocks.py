@@ -49,6 +49,13 @@ class EntryRun:
         self._offsets = [entry.offset for entry in entries]
         self._digests = [entry.digest for entry in entries]
 
+    @classmethod
+    def of(cls, offsets: Sequence[int], digests: Sequence[int]) -> EntryRun:
+        """A block of these offsets and digests (in the same order)."""
+        run = cls(())
+        run._offsets, run._digests = list(offsets), list(digests)
+        return run
+
     def offsets(self) -> Sequence[int]:
         return self._offsets
 

@@ -71,6 +71,12 @@ class PartitionFindings:
     `unexpected` target records match no source record, `expired` source offsets left the source before they were
     copied (retention, or compaction), `source_gone` target records whose source record has since left the source
     (nothing to compare with), `not_yet_copied` source records at or after the mirror's position.
+
+    On a flow with transforms or provenance the target is compared with what the flow makes of each source record:
+    `dropped` source records its transforms drop and `returned` ones provenance keeps from going back to the target
+    are expected absent; `target_own` target records the flow did not write (active/active under
+    IdentityReplicationPolicy) are not compared. Where a transform fails on a source record (`transform_failure`),
+    the records from there on are `unverified`, or not yet copied when the mirror waits at the same record.
     """
 
     topic: str
@@ -96,6 +102,11 @@ class PartitionFindings:
     copied_to: int | None = None  # the mirror's next source offset (its progress), when known
     bytes_read: int = 0
     not_verified: str | None = None  # why nothing could be compared (no remote topic, ...)
+    dropped: int = 0
+    returned: int = 0
+    target_own: int = 0
+    transform_failure: str | None = None  # the source offset a transform failed on, and how
+    unverified: int = 0  # source offsets from there on, copied by the mirror: what their copies should be is unknown
 
     @property
     def lost(self) -> int:
@@ -123,6 +134,10 @@ class VerifyTotals:
     source_gone: int
     not_yet_copied: int
     not_verified: int  # partitions
+    dropped: int
+    returned: int
+    target_own: int
+    unverified: int
     bytes_read: int
     records_read: int
     cpu_s: float
@@ -147,6 +162,10 @@ class VerifyTotals:
             source_gone=sum(f.source_gone for f in findings),
             not_yet_copied=sum(f.not_yet_copied for f in findings),
             not_verified=sum(1 for f in findings if f.not_verified is not None),
+            dropped=sum(f.dropped for f in findings),
+            returned=sum(f.returned for f in findings),
+            target_own=sum(f.target_own for f in findings),
+            unverified=sum(f.unverified for f in findings),
             bytes_read=sum(f.bytes_read for f in findings),
             records_read=records_read,
             cpu_s=cpu_s,

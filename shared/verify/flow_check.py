@@ -3,7 +3,9 @@
 Reads the offset syncs (to place target records whose source has gone, and to start a range in the middle) and
 data-mirror's progress (how far the mirror has copied: before it a record is owed, after it not yet) once, then
 each partition's two sides in one pass. Works the same on MirrorMaker 2's flows, which keep no progress: there a
-tail the target lacks is reported as not yet copied.
+tail the target lacks is reported as not yet copied. The target is compared with what the flow's transforms and
+provenance make of the source (`expected`); where a transform fails on a source record, the partition is compared
+again up to it, and the rest is named.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +24,11 @@ from shared.kafka.digest_reader import PartitionEntries
 from shared.kafka.end_offsets import committed_watermarks
 from shared.kafka.partition_reader import read_to_end
 from shared.progress_store import load_progress
-from shared.verify.align import WINDOW_DEFAULT, Frame, align
+from shared.reshape.reshaper import Reshaper
+from shared.verify.align import WINDOW_DEFAULT, Alignment, Frame, align
+from shared.verify.expected import ChainStopped, ExpectedSource, PartitionPair, flow_reshaper
 from shared.verify.findings import PartitionFindings, VerifyTotals
-from shared.verify.sync_index import SyncIndex
+from shared.verify.sync_index import PartitionLocator, SyncIndex
 
 VERIFY_READER_GROUP = "strait-verify"
 
@@ -104,6 +109,7 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
         target_marks = committed_watermarks(flow.target_admin_props(), on_target, timeout_s=scope.timeout_s)
         # The source's ends again: what it gained meanwhile the mirror may have copied before the target's ends.
         source_now = committed_watermarks(flow.source_admin_props(), wanted, timeout_s=scope.timeout_s)
+        reshaper = flow_reshaper(flow, topics.policy)
         findings: list[PartitionFindings] = []
         for topic, partition in wanted:
             if on_partition is not None:
@@ -112,7 +118,9 @@ def verify_flow(flow: FlowConfig, scope: VerifyScope, *, on_partition: Progress 
                 topic, partition, remotes[topic], source_marks[(topic, partition)], source_now[(topic, partition)][1]
             )
             findings.append(
-                check.run(source, target, scope, target_marks.get((check.remote, partition)), syncs, positions)
+                check.run(
+                    source, target, scope, target_marks.get((check.remote, partition)), syncs, positions, reshaper
+                )
             )
         totals = VerifyTotals.of(
             findings,
@@ -169,6 +177,7 @@ class _PartitionCheck:
         target_marks: tuple[int, int] | None,
         syncs: SyncIndex,
         positions: dict[tuple[str, int], int],
+        reshaper: Reshaper,
     ) -> PartitionFindings:
         topic, partition, remote = self.topic, self.partition, self.remote
         low, high = self.source_marks
@@ -187,19 +196,23 @@ class _PartitionCheck:
         target_start = target_low
         if start > low and (down := locate.downstream_before(start)) is not None:
             target_start = max(target_low, down)
-        frame = Frame(log_start=low, source_from=start, source_to=end, copied_to=copied_to)
+        pair = PartitionPair(topic, remote, partition)
         later = None  # a range ending before the source's end: what the target holds after it is not checked
         if end == high:
-            newer = source.blocks(topic, partition, high, self.source_end_now)
-            later = {digest for block in newer for digest in block.digests()}
-        result = align(
-            source.blocks(topic, partition, start, end),
-            target.blocks(remote, partition, target_start, target_high),
-            frame,
-            locate=locate,
-            window=scope.window,
-            later=later,
-        )
+            newer = ExpectedSource(reshaper, pair, range_end=high)
+            with closing(source.blocks(topic, partition, high, self.source_end_now)) as blocks:
+                later = {digest for block in newer.blocks(blocks) for digest in block.digests()}
+        sides = _Sides(source, target, reshaper, pair, (start, target_start, target_high), locate, scope.window)
+        frame = Frame(log_start=low, source_from=start, source_to=end, copied_to=copied_to)
+        stop: ChainStopped | None = None
+        try:
+            result, expected = sides.align(frame, later)
+        except ChainStopped as exc:  # compared again up to the record it failed on: the rest cannot be
+            stop = ChainStopped(exc.offset, exc.message)
+            frame = Frame(log_start=low, source_from=start, source_to=exc.offset, copied_to=copied_to)
+            result, expected = sides.align(frame, None)
+        waits_there = stop is not None and copied_to is not None and copied_to <= stop.offset  # the mirror too
+        rest = 0 if stop is None else max(0, end - stop.offset)
         return PartitionFindings(
             topic,
             partition,
@@ -220,10 +233,45 @@ class _PartitionCheck:
             expired=result.expired.finish(),
             expired_records=result.expired.records,
             source_gone=result.source_gone,
-            not_yet_copied=result.not_yet_copied,
+            not_yet_copied=result.not_yet_copied + (rest if waits_there else 0),
             copied_to=copied_to,
             bytes_read=source.counter.bytes + target.counter.bytes - bytes_before,
+            dropped=expected.not_copied.dropped,
+            returned=expected.not_copied.returned,
+            target_own=expected.target_own,
+            transform_failure=None if stop is None else str(stop),
+            unverified=0 if waits_there else rest,
         )
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """One partition's two sides, read for a comparison (again, after a transform failed)."""
+
+    source: PartitionEntries
+    target: PartitionEntries
+    reshaper: Reshaper
+    pair: PartitionPair
+    starts: tuple[int, int, int]  # source start; target start and end
+    locate: PartitionLocator
+    window: int
+
+    def align(self, frame: Frame, later: set[int] | None) -> tuple[Alignment, ExpectedSource]:
+        """The source's range up to `frame.source_to`, as the flow makes it, against the target, both read anew."""
+        pair, (start, target_start, target_high) = self.pair, self.starts
+        expected = ExpectedSource(self.reshaper, pair)
+        source_blocks = self.source.blocks(pair.source_topic, pair.partition, start, frame.source_to)
+        target_blocks = self.target.blocks(pair.remote_topic, pair.partition, target_start, target_high)
+        with closing(source_blocks), closing(target_blocks):  # no read left under way when a transform fails
+            found = align(
+                expected.blocks(source_blocks),
+                expected.target(target_blocks),
+                frame,
+                locate=self.locate,
+                window=self.window,
+                later=later,
+            )
+        return found, expected
 
 
 def _source_range(

@@ -28,6 +28,7 @@ from shared.records.offset_sync import SyncSegment
 from tests.support.kafka_io import Rec, consume_to_end, end_offsets_sum, make_topic, read_to_end
 from tests.support.mm2_config import write_mm2_config
 from tests.support.service_process import ServiceProcess
+from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
 
 CONNECT = "org.apache.kafka.connect.transforms."
@@ -180,7 +181,7 @@ def mask_email(record):
 
 
 def test_a_python_transform_masks_a_json_field_of_every_record_it_copies(
-    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path
+    cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     topic = f"people-{unique}"
     make_topic(cluster_a.client_properties(), topic, PARTITIONS)
@@ -215,6 +216,9 @@ def test_a_python_transform_masks_a_json_field_of_every_record_it_copies(
     assert {(r.partition, r.key): r.value for r in copied} == expected
     assert len(copied) == len(expected), "each kept record once"
     assert all(r.headers == [("h", b"v")] for r in copied)
+    monkeypatch.syspath_prepend(str(tmp_path))  # verify runs the transform too, to know what each copy should be
+    verified = assert_nothing_lost(config, "A->B", topic, records=len(kept))
+    assert verified.totals.dropped == len(values) - len(kept)
 
 
 def test_insert_header_fails_mm2_as_documented_and_strait_adds_the_header_keeping_the_others(
@@ -338,6 +342,8 @@ def test_a_record_the_chain_changes_and_one_it_drops_are_checked_by_offset(
         assert record.headers == [("h", b"v"), ("origin", b"eu-west")], f"source offset {source}"
     assert store.translate_exact(topic, 0, 10) == copies[12], "a group at a dropped record resumes at the next copy"
     assert store.translate_exact(topic, 0, 20) == copies[20]
+    verified = assert_nothing_lost(config, "A->B", topic, records=len(kept), exactly_once=exactly_once)
+    assert verified.totals.dropped == len(dropped), "the tombstones are dropped by the chain, not missing"
 
 
 def _synced(stores: list[OffsetSyncStore], a: KafkaCluster, topic: str, copies: dict[int, int], last: int) -> bool:

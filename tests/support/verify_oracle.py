@@ -17,7 +17,8 @@ def verify(config: Path, flow: str, topics: str, **scope: object) -> FlowVerific
 def assert_nothing_lost(
     config: Path, flow: str, topics: str, *, records: int | None = None, exactly_once: bool = False
 ) -> FlowVerification:
-    """Every source record of `topics` is on the target, unchanged and in order; `records` of them if given.
+    """Every source record of `topics` is on the target, unchanged (as the flow's transforms make it) and in order;
+    `records` of them if given.
 
     At-least-once copies may hold duplicates; exactly-once copies may not.
     """
@@ -26,6 +27,7 @@ def assert_nothing_lost(
     summary = f"{flow} {topics}: {totals.as_json()} {[f.as_json() for f in result.findings if f.lost or f.unexpected]}"
     assert totals.partitions > 0, f"nothing verified: {summary}"
     assert (totals.missing, totals.altered, totals.unexpected, totals.not_verified) == (0, 0, 0, 0), summary
+    assert totals.unverified == 0, summary  # a transform of the flow failed in verify
     assert totals.not_yet_copied == 0, summary
     if records is not None:
         assert totals.verified == records, summary

@@ -314,3 +314,23 @@ def test_tests_reach_the_copiers_the_task_loop_and_the_batch_producer_through_pu
     assert where == [], "reach the behaviour through public methods, the task loop or a pure decision:\n" + "\n".join(
         where
     )
+
+
+def test_one_implementation_applies_a_flows_transforms_and_provenance() -> None:
+    """What a flow makes of a record is shared/reshape's: data-mirror's two copiers apply it, and `strait verify` and
+    the audit compare the target with what it makes of the source (a second reading of the chain in the verifier
+    would prove a copy against the verifier's own idea of it)."""
+    chains = sorted(
+        relative
+        for relative, _dotted, tree in _modules()
+        if not relative.startswith("shared/reshape/")
+        for call in _calls(tree)
+        if call.split(".")[-1] in ("TransformChain", "apply_batch", "for_topic", "chain_effect")
+    )
+    assert chains == [], chains
+    users = {
+        relative
+        for relative, dotted, tree in _modules()
+        if "shared.reshape.reshaper.Reshaper" in _imports(tree, dotted, False)
+    }
+    assert {"services/data_mirror/work.py", "shared/verify/expected.py"} <= users, users

@@ -37,8 +37,14 @@ def test_progress_moving_back_makes_the_audit_verify_again_from_the_lower_offset
     monkeypatch.setattr(watch, "PartitionReader", _Nothing)
     monkeypatch.setattr(SyncIndex, "of_more", classmethod(lambda _cls, index, *_a: index))
     monkeypatch.setattr(watch, "load_progress", lambda *_a, **_k: {KEY: Progress(100)})
-    flow = SimpleNamespace(name="A->B", source_consumer_props=dict, target_consumer_props=dict)
-    topics = SimpleNamespace(should_replicate=lambda _topic: True)
+    no_transforms = {
+        "source": "A",
+        "target": "B",
+        "transforms": (),
+        "settings": SimpleNamespace(provenance_enabled=False),
+    }
+    flow = SimpleNamespace(name="A->B", source_consumer_props=dict, target_consumer_props=dict, **no_transforms)
+    topics = SimpleNamespace(should_replicate=lambda _topic: True, policy=None)
     offset_syncs = SimpleNamespace(consumer_props=lambda _flow: {}, topic="syncs")
     context = SimpleNamespace(flow=flow, topics=topics, progress_topic="progress", offset_syncs=offset_syncs)
     audit = FlowAudit(context, AuditLimits(budget_bytes=2**20, sample_percent=100, window=100, timeout_s=1))  # type: ignore[arg-type]

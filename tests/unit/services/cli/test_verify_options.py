@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from rich.console import Console
 
@@ -52,7 +54,7 @@ def test_records_from_no_source_make_the_title_say_so_and_verify_exit_4(monkeypa
     )
     result = FlowVerification("A->B", [finding], VerifyTotals.of([finding], records_read=201, cpu_s=0.1, wall_s=0.1))
     monkeypatch.setattr(verify_module, "load_mm2_config", lambda _path: None)
-    monkeypatch.setattr(verify_module, "selected_flows", lambda *_a, **_k: [object()])
+    monkeypatch.setattr(verify_module, "selected_flows", lambda *_a, **_k: [SimpleNamespace(transforms=())])
     monkeypatch.setattr(verify_module, "verify_flow", lambda _flow, _scope: result)
     app = typer.Typer()
     verify_module.register(app)

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from services.data_mirror.forwarding import CHANGED, ChainEffect, chain_effect
-from services.data_mirror.transforms import for_topic
+from services.data_mirror.forwarding import CHANGED
 from shared.config.transforms import PredicateSpec, TransformSpec
+from shared.reshape.effect import ChainEffect, chain_effect
+from shared.reshape.transforms import for_topic
 from tests.unit.services.data_mirror.fake_batch_link import (
     KEY,
     REMOTE,

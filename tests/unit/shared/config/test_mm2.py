@@ -223,7 +223,7 @@ def test_batch_forwarding_is_auto_by_default_and_can_be_forced_either_way() -> N
 
 
 def test_forced_batch_forwarding_takes_transforms_and_provenance() -> None:
-    """Batches carry a flow's transforms and provenance headers (`services/data_mirror/reshape.py`)."""
+    """Batches carry a flow's transforms and provenance headers (`shared/reshape/reshaper.py`)."""
     config = parse_with(
         {
             "A->B.enabled": "true",

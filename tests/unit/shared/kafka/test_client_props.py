@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from shared.errors import ConfigError
-from shared.kafka import client_names, factories
+from shared.kafka import client_logs, client_names
 from shared.kafka.client_props import to_aiokafka, to_librdkafka
 from shared.kafka.factories import aiokafka_kwargs, confluent_consumer, confluent_producer, librdkafka_config
 
@@ -152,7 +152,7 @@ def test_a_console_process_builds_clients_that_write_no_librdkafka_info_lines(mo
     """The demo and the `strait` command: a destroyed client's "Purging 1 unserved events from background queue"
     (info, syslog level 6) reached the demo's console every minute or so; notices and worse still show."""
     props = {"bootstrap.servers": "127.0.0.1:1"}
-    monkeypatch.setattr(factories, "_log_level", None)  # (undone after the test: the process's setting)
+    monkeypatch.setattr(client_logs, "_log_level", None)  # (undone after the test: the process's setting)
     assert "log_level" not in librdkafka_config(props, "admin"), "a service keeps librdkafka's own default (info)"
-    factories.quiet_client_info()
+    client_logs.quiet_client_info()
     assert librdkafka_config(props, "admin")["log_level"] == 5

@@ -7,10 +7,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from shared.kafka import record_digests
 from shared.kafka.byte_headers import write_batch
 from shared.kafka.record_batches import SourceBatch, encode_records, for_target, read_batches, records_of
 from shared.kafka.record_digests import BatchBlock, ReadCounter, digest_batch, same_records
@@ -47,20 +45,6 @@ def _forwarded(batch: SourceBatch, base: int) -> SourceBatch:
 
 def _block(batch: SourceBatch, counter: ReadCounter, start: int = 0, end: int = 10**9) -> BatchBlock:
     return BatchBlock(batch, start, end, counter)
-
-
-@pytest.fixture
-def digested(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The base offsets of the batches whose records were digested."""
-    seen: list[int] = []
-    real = record_digests.digest_batch
-
-    def spy(batch: SourceBatch, start: int, end: int) -> record_digests.Digested:
-        seen.append(batch.base_offset)
-        return real(batch, start, end)
-
-    monkeypatch.setattr(record_digests, "digest_batch", spy)
-    return seen
 
 
 def test_a_forwarded_copy_holds_the_same_records_and_a_re_encoded_one_is_told_only_by_its_digests() -> None:

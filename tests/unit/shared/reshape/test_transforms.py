@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from services.data_mirror.transforms import MirrorRecord, TransformChain, TransformFailed, check_functions
 from shared.config.transforms import PredicateSpec, TransformSpec
 from shared.errors import ConfigError
+from shared.reshape.transforms import MirrorRecord, TransformChain, TransformFailed, check_functions
 
 
 def record(

@@ -15,9 +15,9 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from services.data_mirror.mirror_record import Batch, MirrorRecord, Place, Step, StepFailed, contents
 from shared.config.transforms import PYTHON, TRANSFORMS_KEY, TransformSpec
 from shared.errors import ConfigError
+from shared.reshape.mirror_record import Batch, MirrorRecord, Place, Step, StepFailed, contents
 
 
 class TransformFailed(Exception):
