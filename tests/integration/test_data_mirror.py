@@ -18,6 +18,7 @@ from tests.integration.test_internal_topics import topic_settings
 from tests.support.fidelity import HEADERS, assert_identical, by_partition, fill_varied
 from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
+from tests.support.quotas import throttle_producers
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
@@ -134,6 +135,9 @@ def _worker_running_tasks(spark: SparkStandaloneCluster) -> int:
     raise AssertionError("no Spark worker runs a copy task")
 
 
+COPY_QUOTA_BYTES_PER_S = 30_000  # the topic below: 6 MB of records, forwarded in the batches it was written in
+
+
 def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing(
     cluster_a: KafkaCluster,
     cluster_b: KafkaCluster,
@@ -165,6 +169,7 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
         "spark.cores.max": "4",
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.authenticate.secret": spark_standalone.secret,  # authentication and encryption: Strait's defaults
+        "B.producer.max.request.size": "65536",  # small requests: the target's quota holds back all but the first
     }
     config = write_mm2_config(
         tmp_path / "mm2.properties",
@@ -175,17 +180,23 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
     env = {"STRAIT_SPARK_MASTER": spark_standalone.master_url, "STRAIT_TASKS": "2", "STRAIT_COMMIT_INTERVAL_MS": "300"}
     target = cluster_b.client_properties()
     killed = None
+    # Forwarding batches, the whole topic lands within a second or two: a quota on the target (which lets a first
+    # burst through: it measures over ten seconds) holds the copy back, so the worker dies with transactions open
+    # and most of the topic still to copy; then it is lifted
+    throttle_producers(cluster_b, COPY_QUOTA_BYTES_PER_S)
     try:
         with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
             wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
             killed = _worker_running_tasks(spark_standalone)
             spark_standalone.kill_worker(killed)
             assert end_offsets_sum(target, f"A.{topic}", partitions) < total, "the kill came too late to test anything"
+            throttle_producers(cluster_b, None)
             records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level="read_committed")
             time.sleep(2)  # copies still on their way (duplicates) land by now
             records = consume_to_end(target, f"A.{topic}", isolation_level="read_committed")
             assert mirror.stop() == 0, mirror.tail()
     finally:
+        throttle_producers(cluster_b, None)
         if killed is not None:
             spark_standalone.restart_worker(killed)
     values = [record.value for record in records]
