@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from tests.integration.test_internal_topics import topic_settings
 from tests.support.fidelity import HEADERS, assert_identical, by_partition, fill_varied
 from tests.support.kafka_io import consume_all, consume_to_end, end_offsets_sum, make_topic, produce, read_to_end
 from tests.support.mm2_config import write_mm2_config
-from tests.support.quotas import throttle_producers
 from tests.support.service_process import ServiceProcess
 from tests.support.verify_oracle import assert_nothing_lost
 from tests.support.waiting import wait_until
@@ -135,7 +135,21 @@ def _worker_running_tasks(spark: SparkStandaloneCluster) -> int:
     raise AssertionError("no Spark worker runs a copy task")
 
 
-COPY_QUOTA_BYTES_PER_S = 30_000  # the topic below: 6 MB of records, forwarded in the batches it was written in
+CHUNKS, CHUNK_PAUSE_S = 30, 0.5  # the source keeps being written for about 15 s after the copy starts
+
+
+def _write_steadily(
+    props: dict[str, str], topic: str, partitions: int, per_partition: int, started_ms: int, chunks: range
+) -> None:
+    """Write `chunks` (of CHUNKS) of `per_partition` records to each partition, pausing after each."""
+    size = per_partition // CHUNKS
+    for chunk in chunks:
+        for p in range(partitions):
+            batch: list[tuple[bytes | None, bytes | None]] = [
+                (f"k{i}".encode(), f"{p}:{i}".encode()) for i in range(chunk * size, (chunk + 1) * size)
+            ]
+            produce(props, topic, batch, partition=p, headers=HEADERS, timestamp_ms=started_ms + p)
+        time.sleep(CHUNK_PAUSE_S)
 
 
 def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing(
@@ -147,21 +161,11 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
 ) -> None:
     topic, partitions, per_partition = f"spark-{unique}", 4, 30_000
     total = partitions * per_partition
-    make_topic(cluster_a.client_properties(), topic, partitions=partitions)
+    source = dict(cluster_a.client_properties())
+    make_topic(source, topic, partitions=partitions)
     make_topic(cluster_b.client_properties(), f"A.{topic}", partitions=partitions)
     started_ms = int(time.time() * 1000)
-    for p in range(partitions):
-        batch: list[tuple[bytes | None, bytes | None]] = [
-            (f"k{i}".encode(), f"{p}:{i}".encode()) for i in range(per_partition)
-        ]
-        produce(
-            cluster_a.client_properties(),
-            topic,
-            batch,
-            partition=p,
-            headers=HEADERS,
-            timestamp_ms=started_ms + p,
-        )
+    _write_steadily(source, topic, partitions, per_partition, started_ms, range(1))  # a warm-up chunk
     spark = {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
@@ -169,7 +173,6 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
         "spark.cores.max": "4",
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.authenticate.secret": spark_standalone.secret,  # authentication and encryption: Strait's defaults
-        "B.producer.max.request.size": "65536",  # small requests: the target's quota holds back all but the first
     }
     config = write_mm2_config(
         tmp_path / "mm2.properties",
@@ -180,23 +183,29 @@ def test_on_a_spark_cluster_a_worker_killed_mid_stream_loses_and_repeats_nothing
     env = {"STRAIT_SPARK_MASTER": spark_standalone.master_url, "STRAIT_TASKS": "2", "STRAIT_COMMIT_INTERVAL_MS": "300"}
     target = cluster_b.client_properties()
     killed = None
-    # Forwarding batches, the whole topic lands within a second or two: a quota on the target (which lets a first
-    # burst through: it measures over ten seconds) holds the copy back, so the worker dies with transactions open
-    # and most of the topic still to copy; then it is lifted
-    throttle_producers(cluster_b, COPY_QUOTA_BYTES_PER_S)
+    # Forwarding batches, a topic written beforehand lands within a second or two; so the copy starts on one chunk and
+    # the rest is written while it runs: the worker dies with transactions open and records still being written
+    writer = threading.Thread(
+        target=_write_steadily,
+        args=(source, topic, partitions, per_partition, started_ms, range(1, CHUNKS)),
+        name="source-writer",
+        daemon=True,
+    )
     try:
         with ServiceProcess("data_mirror", config, tmp_path, env=env) as mirror:
-            wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > total // 10, 240, "first records")
+            first = partitions * (per_partition // CHUNKS)
+            wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) >= first, 240, "the warm-up chunk")
+            writer.start()
+            wait_until(lambda: end_offsets_sum(target, f"A.{topic}", partitions) > 4 * first, 120, "copies mid-stream")
             killed = _worker_running_tasks(spark_standalone)
             spark_standalone.kill_worker(killed)
-            assert end_offsets_sum(target, f"A.{topic}", partitions) < total, "the kill came too late to test anything"
-            throttle_producers(cluster_b, None)
+            assert writer.is_alive(), "the kill came after the source was written: it tests nothing"
+            writer.join(timeout=120)
             records = consume_all(target, f"A.{topic}", expected=total, timeout_s=240, isolation_level="read_committed")
             time.sleep(2)  # copies still on their way (duplicates) land by now
             records = consume_to_end(target, f"A.{topic}", isolation_level="read_committed")
             assert mirror.stop() == 0, mirror.tail()
     finally:
-        throttle_producers(cluster_b, None)
         if killed is not None:
             spark_standalone.restart_worker(killed)
     values = [record.value for record in records]
