@@ -32,9 +32,9 @@ from services.data_mirror.work import DEFAULT_BATCH_BYTES, TaskSpec
 from shared.errors import KafkaOperationError
 from shared.kafka.batch_fetcher import PartitionFetch
 from shared.kafka.batch_link import BatchLink
-from shared.kafka.batch_producer import Landed, Outcome
 from shared.kafka.error_classes import ErrorClass, error_class, error_name
 from shared.kafka.error_codes import OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED
+from shared.kafka.outgoing_batches import Landed, Outcome
 from shared.kafka.record_batches import (
     CommittedFilter,
     SourceBatch,

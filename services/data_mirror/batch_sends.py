@@ -18,7 +18,8 @@ from services.data_mirror.epoch_checks import Fetching
 from services.data_mirror.forwarding import CHANGED, PartitionState, why_reencoded
 from services.data_mirror.partition_copy import Clock, PartitionCopy
 from services.data_mirror.record_size import RECORD_BATCH_OVERHEAD
-from shared.kafka.batch_producer import BatchProducer, OutgoingBatch
+from shared.kafka.batch_producer import BatchProducer
+from shared.kafka.outgoing_batches import OutgoingBatch
 from shared.kafka.record_batches import (
     RecordFields,
     SourceBatch,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.data_mirror.copier import ProgressFailed
-from shared.kafka.batch_producer import BatchProducer, Landed, Outcome, OutgoingBatch
+from shared.kafka.batch_producer import BatchProducer
+from shared.kafka.outgoing_batches import Landed, Outcome, OutgoingBatch
 from shared.kafka.record_batches import SourceRecord, encode_records
 from shared.partition_key import PartitionKey
 

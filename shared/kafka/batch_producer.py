@@ -22,10 +22,8 @@ import contextlib
 import random
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
 
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaError as AioKafkaError
@@ -36,6 +34,14 @@ from aiokafka.structs import TopicPartition
 from shared.errors import KafkaOperationError
 from shared.kafka.error_classes import ErrorClass, error_class, error_name
 from shared.kafka.error_codes import NOT_LEADER_OR_FOLLOWER
+from shared.kafka.outgoing_batches import (
+    Landed,
+    Outcome,
+    OutgoingBatch,
+    request_share,
+    split_requests,
+    usable_request_bytes,
+)
 from shared.kafka.produce_request import BatchProduceRequest
 from shared.kafka.producer_transaction import ProducerTransaction
 from shared.kafka.record_batches import TargetBatch
@@ -57,60 +63,6 @@ SEQUENCE_WRAP = 2**31  # sequences are int32 and wrap to 0, as Kafka's producer 
 DEFAULT_MAX_REQUEST_BYTES = 1_048_576  # Kafka's producer default `max.request.size`
 DEFAULT_BUFFER_BYTES = 33_554_432  # Kafka's producer default `buffer.memory`
 DEFAULT_MAX_IN_FLIGHT_REQUESTS = 5  # Kafka's producer default `max.in.flight.requests.per.connection`
-REQUEST_OVERHEAD_BYTES = 512  # a Produce request's header and per-topic, per-partition framing, generously
-
-
-def split_requests(
-    batches: Mapping[PartitionKey, OutgoingBatch], max_request_bytes: int
-) -> list[dict[PartitionKey, OutgoingBatch]]:
-    """The batches for one leader as Produce requests of at most `max_request_bytes` each (a batch larger than
-    that alone goes in a request of its own): a request bigger than the broker's `socket.request.max.bytes` makes
-    it close the connection, and the same request would be built again after every reconnect."""
-    requests: list[dict[PartitionKey, OutgoingBatch]] = []
-    current: dict[PartitionKey, OutgoingBatch] = {}
-    size = REQUEST_OVERHEAD_BYTES
-    for key, batch in batches.items():
-        added = len(batch.payload) + REQUEST_OVERHEAD_BYTES // 4 + len(key[0])
-        if current and size + added > max_request_bytes:
-            requests.append(current)
-            current, size = {}, REQUEST_OVERHEAD_BYTES
-        current[key] = batch
-        size += added
-    if current:
-        requests.append(current)
-    return requests
-
-
-@dataclass(slots=True)
-class OutgoingBatch:
-    """A batch made for the target (producer fields still unset) and the caller's note of what it holds."""
-
-    key: PartitionKey
-    payload: TargetBatch
-    records: int
-    note: Any
-    sequence: int = -1
-    queued_at: float = 0.0
-    order: int = 0
-
-
-class Outcome(Enum):
-    """What became of a batch. Our own values, never a broker's error code (the broker's -1 is an error too)."""
-
-    ACKNOWLEDGED = "acknowledged"  # written; `base_offset` is its first offset on the target
-    REFUSED = "refused"  # the broker answered with an error about the records (`error` holds its code)
-    DROPPED = "dropped"  # not written: sent or queued after a refused batch of its partition
-
-
-@dataclass(frozen=True, slots=True)
-class Landed:
-    """What became of one batch: its first offset on the target, or why it was not written."""
-
-    batch: OutgoingBatch
-    outcome: Outcome
-    base_offset: int = -1
-    error: int = 0
-    message: str = ""
 
 
 @dataclass
@@ -316,10 +268,10 @@ class BatchProducer:
                 continue  # one connection keeps a partition's batches in order: the new leader gets them after
             if node not in budget:
                 free = self._max_in_flight_requests - self._node_requests.get(node, 0)
-                budget[node] = free * (self._max_request_bytes - REQUEST_OVERHEAD_BYTES)
+                budget[node] = free * usable_request_bytes(self._max_request_bytes)
             if budget[node] <= 0:
                 continue
-            budget[node] -= len(head.payload) + REQUEST_OVERHEAD_BYTES // 4 + len(key[0])
+            budget[node] -= request_share(key, head)
             target.node = node
             target.queued.popleft()
             if head.sequence < 0:

@@ -19,13 +19,14 @@ from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from shared.errors import KafkaOperationError
-from shared.kafka.batch_producer import BatchProducer, Landed, Outcome, OutgoingBatch, split_requests
+from shared.kafka.batch_producer import BatchProducer
 from shared.kafka.error_codes import (
     MESSAGE_TOO_LARGE,
     NOT_LEADER_OR_FOLLOWER,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     UNKNOWN_SERVER_ERROR,
 )
+from shared.kafka.outgoing_batches import Landed, Outcome, OutgoingBatch, split_requests
 from shared.kafka.record_batches import TargetBatch
 from shared.retry import Backoff
 

@@ -14,7 +14,8 @@ from aiokafka.protocol.transaction import AddPartitionsToTxnRequest, EndTxnReque
 from crc32c import crc32c
 
 from shared.errors import KafkaOperationError
-from shared.kafka.batch_producer import BatchProducer, Outcome
+from shared.kafka.batch_producer import BatchProducer
+from shared.kafka.outgoing_batches import Outcome
 from shared.kafka.produce_request import BatchProduceRequest
 from shared.kafka.record_batches import TRANSACTIONAL_FLAG
 from shared.kafka.transaction_coordinator import TransactionCoordinator
