@@ -237,12 +237,14 @@ class TaskLoop:
 
     # -- copy ------------------------------------------------------------------------------------------
     async def _copy(self) -> None:
-        """Let the copier work; commit every interval (at once when a refusal dooms the open transaction, or when
-        the offset syncs waiting reach their budget) and look for a hand-over request four times a second."""
+        """Let the copier work; commit every interval (at once when a refusal dooms the open transaction, when the
+        offset syncs waiting reach their budget, or, exactly-once, when the copy caught up with its source) and look
+        for a hand-over request four times a second."""
         interval_s = self.spec.commit_interval_ms / 1000
         now = time.monotonic()
         next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
         last_commit = now
+        committed_records = self.copier.records
         step = self.copier.step
         while True:
             await step()
@@ -251,11 +253,31 @@ class TaskLoop:
                 next_check = now + HANDOVER_CHECK_S
                 if self.clients.handover_requested():
                     return
-            syncs_due = self.sync_budget.due and now - last_commit >= EARLY_COMMIT_GAP_S
-            if now >= next_commit or syncs_due or self._refused_in_transaction():
+            early = now - last_commit >= EARLY_COMMIT_GAP_S
+            syncs_due = early and self.sync_budget.due
+            caught_up = early and self.copier.records > committed_records and self._transaction_caught_up()
+            if now >= next_commit or syncs_due or caught_up or self._refused_in_transaction():
                 await self._commit(final=False)
                 last_commit = time.monotonic()
                 next_commit = last_commit + interval_s
+                committed_records = self.copier.records
+
+    def _transaction_caught_up(self) -> bool:
+        """Exactly-once: the open transaction holds every record its partitions' sources had when last read, so
+        nothing is gained by keeping it open (MM2 commits at every poll): a read_committed reader of the target sees
+        a copy that caught up without waiting for the interval. A partition whose source end is not known yet, or
+        that is read below it (a backlog, an open source transaction), keeps the interval."""
+        if not self.in_transaction:
+            return False
+        positions = self.copier.positions()
+        for key, part in self.parts.items():
+            if part.paused:
+                continue
+            fetch = positions.get(key)
+            end = part.end_offset if fetch is None or fetch.end_offset is None else fetch.end_offset
+            if end is None or fetch is None or fetch.next_offset is None or fetch.next_offset < end:
+                return False
+        return True
 
     def _refused_in_transaction(self) -> bool:
         """Exactly-once: a refused record dooms the open transaction; end it now rather than copy into it."""

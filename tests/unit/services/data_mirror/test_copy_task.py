@@ -230,6 +230,22 @@ def test_exactly_once_a_commit_that_failed_after_committing_copies_nothing_twice
     assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)], "no record twice, none lost"
 
 
+def test_exactly_once_a_copy_that_caught_up_commits_without_waiting_for_the_interval() -> None:
+    """With a ten-minute commit interval, a read_committed reader of the target still sees the whole copy once it
+    caught up with its source (the task commits then, as MM2 does at each poll), not only at the hand-over."""
+    cluster = FakeCluster()
+    _fill(cluster, 0, 200)
+    _fill(cluster, 1, 50)
+    spec = dataclasses.replace(_spec(2, exactly_once=True), commit_interval_ms=600_000)
+    visible = _until(lambda: (len(_values(cluster, 0)), len(_values(cluster, 1))) == (200, 50))
+    task, error = _run(cluster, spec, FakeProducer(cluster, transactional=True), visible)
+    assert error is None
+    assert _values(cluster, 0) == [r.value for r in cluster.log("orders", 0)]
+    assert _values(cluster, 1) == [r.value for r in cluster.log("orders", 1)]
+    assert task.commits >= 2, "the copy was visible before the hand-over's commit"
+    assert read_progress(cluster, PROGRESS, FLOW)[("orders", 0)].next_offset == 200
+
+
 def test_exactly_once_a_refused_record_aborts_the_interval_and_the_next_task_stops_before_it() -> None:
     cluster = FakeCluster()
     _fill(cluster, 0, 30)
