@@ -156,7 +156,8 @@ def _spark_settings(spark: SparkStandaloneCluster) -> dict[str, str]:
 
 
 def _tasks_per_worker(spark: SparkStandaloneCluster) -> list[int]:
-    """Copy tasks running under each worker: Python workers forked by an executor's pyspark daemon."""
+    """Copy tasks running under each worker: Python workers forked by an executor's Python daemon (data-mirror's
+    `spark.python.daemon.module`, so a Python process whose parent is one, whatever the daemon's module)."""
     counts = []
     for worker in spark.workers:
         running = 0
@@ -164,7 +165,7 @@ def _tasks_per_worker(spark: SparkStandaloneCluster) -> list[int]:
             for process in psutil.Process(worker.pid).children(recursive=True):
                 try:
                     parent = process.parent()
-                    if parent is not None and "pyspark.daemon" in " ".join(parent.cmdline()):
+                    if parent is not None and "python" in process.name() and "python" in parent.name():
                         running += 1
                 except psutil.NoSuchProcess:
                     continue
