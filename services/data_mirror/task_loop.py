@@ -245,6 +245,7 @@ class TaskLoop:
         next_commit, next_check = now + interval_s, now + HANDOVER_CHECK_S
         last_commit = now
         committed_records = self.copier.records
+        next_catch_up_check = now  # the positions of every partition are read at most every EARLY_COMMIT_GAP_S
         step = self.copier.step
         while True:
             await step()
@@ -255,7 +256,10 @@ class TaskLoop:
                     return
             early = now - last_commit >= EARLY_COMMIT_GAP_S
             syncs_due = early and self.sync_budget.due
-            caught_up = early and self.copier.records > committed_records and self._transaction_caught_up()
+            caught_up = False
+            if early and now >= next_catch_up_check and self.copier.records > committed_records:
+                next_catch_up_check = now + EARLY_COMMIT_GAP_S
+                caught_up = self._transaction_caught_up()
             if now >= next_commit or syncs_due or caught_up or self._refused_in_transaction():
                 await self._commit(final=False)
                 last_commit = time.monotonic()
