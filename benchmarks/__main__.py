@@ -61,6 +61,7 @@ def bench(
         total_s=time.monotonic() - began,
         quick=quick,
     )
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(report))
     failed = [o.title for o in outcomes if o.section is None]
     say(f"wrote {out} ({report.total_s / 60:.1f} min)")

@@ -29,6 +29,7 @@ from shared.localkafka import KafkaCluster
 from shared.localkafka.fault_proxy import FaultProxy
 
 BROKER_HEAP_MB = 1024
+LOGS_TIMEOUT_S = 300  # for a broker to make every log of a new topic
 # Index files of 256 KiB instead of Kafka's 10 MiB. A broker makes both index files of a log at their full size,
 # sparse, and maps them into memory; the first entry it writes faults a page in, and this machine's disk reads
 # ahead 8 MiB (`/sys/block/*/queue/read_ahead_kb`; Linux's usual default is 128 KiB), so every index read ahead
@@ -179,6 +180,15 @@ def create_topics(admin: AdminClient, topics: list[str], partitions: int) -> Non
         )
 
     wait_until(led, 120, f"leaders for {len(topics)} new topics")
+
+
+def make_ready_topic(cluster: KafkaCluster, topic: str, partitions: int) -> None:
+    """Create `topic` on `cluster` and wait until the broker made every log of it (each partition answers an
+    offset look-up). A producer started earlier can meet logs still being made: at 1,000 partitions Kafka's perf
+    tool once had one partition's batch never sent, expired after 120 s, and the data set came out short."""
+    create_topics(confluent_admin(cluster.client_properties()), [topic], partitions)
+    ends = RemoteEnds(cluster.client_properties(), [topic], partitions)
+    wait_until(lambda: len(ends.ends()) == partitions, LOGS_TIMEOUT_S, f"the logs of {topic}")
 
 
 class RemoteEnds:
