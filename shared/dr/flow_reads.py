@@ -23,11 +23,14 @@ from shared.records.progress import Progress
 from shared.records.provenance import Provenance, provenance_of
 
 READ_TIMEOUT_S = 30.0  # one read of a flow's topics, unless the action as a whole has less time
+MIN_READ_TIMEOUT_S = 10.0  # what one read gets however short the action's timeout: a slow answer is not an outage
 
 
 def read_timeout(action_timeout_s: float) -> float:
-    """Each read's bound within an action: never longer than the operator gave the whole action."""
-    return min(READ_TIMEOUT_S, action_timeout_s)
+    """Each read's bound within an action: the operator's timeout (how long the copy may take to drain), at most
+    READ_TIMEOUT_S and at least MIN_READ_TIMEOUT_S. With the timeout itself as the bound, a busy but healthy
+    cluster that took 3 s to list offsets failed a failover half-way as unavailable (503) after it stopped the flow."""
+    return max(MIN_READ_TIMEOUT_S, min(READ_TIMEOUT_S, action_timeout_s))
 
 
 GroupCheckpoints = dict[str, dict[PartitionKey, Checkpoint]]  # group -> (remote topic, partition) -> the latest
