@@ -20,7 +20,7 @@ from benchmarks.committed_records import CommittedRecords
 from benchmarks.console import say
 from benchmarks.contenders import STRAIT, Mirror, MirrorSetup, open_mirror
 from benchmarks.datasets import Dataset
-from benchmarks.lab import EndOffsets, Lab, RemoteEnds, delete_topics, make_ready_topic
+from benchmarks.lab import EndOffsets, Lab, RemoteEnds, delete_topics, make_ready_topics
 from benchmarks.usage import Usage, UsageSampler
 from benchmarks.verify_speed import profile_verify, verify_copy
 from shared.localkafka.cluster import ClusterAddress
@@ -100,7 +100,7 @@ def copy_topic(
     mirror = open_mirror(tool, setup, source or lab.source, lab.target, run_dir)
     remote = f"{source_alias}.{dataset.topic}"
     if remote_made_first:
-        make_ready_topic(lab.target, remote, dataset.partitions)
+        make_ready_topics(lab.target, [remote], dataset.partitions)
     target = lab.target.client_properties()
     committed = read_committed or exactly_once
     probe: EndOffsets | CommittedRecords = (

@@ -18,7 +18,7 @@ from benchmarks.console import say
 from benchmarks.contenders import MM2, STRAIT
 from benchmarks.copy_run import CopyResult, copy_topic
 from benchmarks.datasets import Dataset, fill_topic
-from benchmarks.lab import Lab, make_ready_topic
+from benchmarks.lab import Lab, make_ready_topics
 from benchmarks.model import BenchOptions, Section
 from benchmarks.scale import attempt_measure
 from benchmarks.tables import median, num
@@ -71,7 +71,7 @@ def run(options: BenchOptions, lab: Lab) -> Section:
     failures: list[str] = []
     for case in cases(options.quick):
         data = case.data
-        make_ready_topic(lab.source, data.topic, data.partitions)
+        make_ready_topics(lab.source, [data.topic], data.partitions)
         say(f"exactly-once: filling {data.topic} with {data.records:,} x {data.label} over {data.partitions}")
         fill_topic(lab.source, data, lab.run_dir("eos-fill") / f"{data.topic}.log")
         for repeat in range(options.repeats):

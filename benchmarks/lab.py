@@ -182,13 +182,22 @@ def create_topics(admin: AdminClient, topics: list[str], partitions: int) -> Non
     wait_until(led, 120, f"leaders for {len(topics)} new topics")
 
 
-def make_ready_topic(cluster: KafkaCluster, topic: str, partitions: int) -> None:
-    """Create `topic` on `cluster` and wait until the broker made every log of it (each partition answers an
-    offset look-up). A producer started earlier can meet logs still being made: at 1,000 partitions Kafka's perf
-    tool once had one partition's batch never sent, expired after 120 s, and the data set came out short."""
-    create_topics(confluent_admin(cluster.client_properties()), [topic], partitions)
-    ends = RemoteEnds(cluster.client_properties(), [topic], partitions)
-    wait_until(lambda: len(ends.ends()) == partitions, LOGS_TIMEOUT_S, f"the logs of {topic}")
+def make_ready_topics(
+    cluster: KafkaCluster,
+    topics: list[str],
+    per_topic: int,
+    *,
+    ends: RemoteEnds | None = None,
+    timeout_s: float = LOGS_TIMEOUT_S,
+) -> None:
+    """Create `topics` on `cluster` and wait until the broker made every log of them (each partition answers an
+    offset look-up; `ends`: the probe to ask, if the caller keeps one). A producer started earlier can meet logs
+    still being made: at 1,000 partitions Kafka's perf tool once had one partition's batch never sent, expired after
+    120 s, and the data set came out short."""
+    create_topics(confluent_admin(cluster.client_properties()), topics, per_topic)
+    probe = ends or RemoteEnds(cluster.client_properties(), topics, per_topic)
+    wanted = len(topics) * per_topic
+    wait_until(lambda: len(probe.ends()) == wanted, timeout_s, f"the logs of {len(topics)} new topics")
 
 
 class RemoteEnds:

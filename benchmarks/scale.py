@@ -29,7 +29,7 @@ from benchmarks.arrivals import Arrivals, record_identity
 from benchmarks.console import say
 from benchmarks.contenders import MM2, PRODUCER, STRAIT, TOOLS, Mirror, MirrorSetup, open_mirror
 from benchmarks.copy_check import HEADER, CopyCheck, check_copy, copy_notes, run_cells
-from benchmarks.lab import Lab, RemoteEnds, create_topics, delete_topics, wait_until
+from benchmarks.lab import Lab, RemoteEnds, create_topics, delete_topics, make_ready_topics
 from benchmarks.latency import FLOOR, NoMirror
 from benchmarks.model import BenchOptions, Section, percentile
 from benchmarks.replica_ceiling import ReplicaBench, ReplicaCopy, replica_bench
@@ -330,9 +330,7 @@ def make_remote_topics(lab: Lab, probe: RemoteEnds, remote: list[str], shape: Sh
     (8-12 ms each on this machine, slower while a tool starts beside it): left to the tools, that time, not
     theirs, set the catch-up and the time to every partition (4,000 logs took 17-50 s in this machine's runs)."""
     began = time.monotonic()
-    admin = lab.target_admin()
-    create_topics(admin, remote, shape.per_topic)
-    wait_until(lambda: len(probe.ends()) == shape.partitions, START_TIMEOUT_S, f"the target's logs of {shape.label}")
+    make_ready_topics(lab.target, remote, shape.per_topic, ends=probe, timeout_s=START_TIMEOUT_S)
     return time.monotonic() - began
 
 
